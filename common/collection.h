@@ -1,0 +1,32 @@
+// The five TpuGraphs collections and where their files live in the raw tree:
+//   tile:xla             -> <raw>/tile/xla/<split>/
+//   layout:<src>:<search> -> <raw>/layout/<src>/<search>/<split>/
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tpuperf {
+
+enum class Kind { Tile, Layout };
+
+struct Collection {
+  Kind kind = Kind::Tile;
+  std::string source;  // "xla" or "nlp"
+  std::string search;  // "random" or "default"; empty for tile
+
+  // "tile:xla", "layout:nlp:random"
+  std::string id() const;
+  // Directory of one split below the raw root, e.g. "<raw>/layout/nlp/random/train".
+  std::string split_dir(const std::string& raw_root, const std::string& split) const;
+  // Submission ID of a graph: "<id>:<stem>".
+  std::string submission_id(const std::string& stem) const { return id() + ":" + stem; }
+
+  // Parses an id; throws Error naming the bad id and the valid ones.
+  static Collection parse(const std::string& id);
+  static std::vector<Collection> all();
+};
+
+extern const std::vector<std::string> kSplits;  // train, valid, test
+
+}  // namespace tpuperf

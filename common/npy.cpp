@@ -1,0 +1,1 @@
+// Being implemented (helper): placeholder so the tree builds.
