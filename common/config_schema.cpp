@@ -28,7 +28,7 @@ const std::vector<ConfigKey>& config_schema() {
        {"min", "mean", "first"}},
       {"preprocess.folds", T::Int, "5", "cross-validation folds over train graphs", 1, 64},
       {"preprocess.seed", T::Int, "0", "seed of the fold assignment", 0, 9.2e18},
-      {"preprocess.shard_mb", T::Float, "256", "target size of one HDF5 shard in MB", 1, 1e6},
+      {"preprocess.shard_mb", T::Float, "256", "target size of one HDF5 shard in MB", 0.01, 1e6},
       {"preprocess.log_columns", T::Bool, "true",
        "log1p-transform heavy-tailed node feature columns before standardizing"},
       {"preprocess.drop_constant_columns", T::Bool, "true",
