@@ -1,0 +1,66 @@
+#include "common/progress.h"
+
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace tpuperf {
+
+std::string format_duration(double seconds) {
+  if (seconds < 0) seconds = 0;
+  long s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", s);
+  return buf;
+}
+
+Progress::Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s)
+    : label_(std::move(label)),
+      total_items_(total_items),
+      total_bytes_(total_bytes),
+      interval_s_(interval_s),
+      start_(Clock::now()),
+      last_log_(start_) {}
+
+double Progress::elapsed_s() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+std::string Progress::line() const {
+  double t = elapsed_s();
+  double items_per_s = t > 0 ? done_items_ / t : 0;
+  double mb_per_s = t > 0 ? done_bytes_ / 1e6 / t : 0;
+  // ETA by bytes when sizes are known (items vary a lot in size), else by items.
+  double frac = total_bytes_ > 0 ? double(done_bytes_) / total_bytes_
+                                 : (total_items_ > 0 ? double(done_items_) / total_items_ : 1);
+  std::string eta = frac > 0 ? format_duration(t / frac - t) : "?";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %lld/%lld files (%.0f%%), %.1f files/s, %.1f MB/s, elapsed %s, ETA %s",
+                label_.c_str(), static_cast<long long>(done_items_), static_cast<long long>(total_items_),
+                100 * frac, items_per_s, mb_per_s, format_duration(t).c_str(), eta.c_str());
+  return buf;
+}
+
+void Progress::tick(int64_t bytes) {
+  ++done_items_;
+  done_bytes_ += bytes;
+  auto now = Clock::now();
+  if (std::chrono::duration<double>(now - last_log_).count() >= interval_s_) {
+    last_log_ = now;
+    spdlog::info("{}", line());
+  }
+}
+
+void Progress::finish() {
+  double t = elapsed_s();
+  spdlog::info("{}: done, {} files, {:.1f} MB in {} ({:.1f} files/s, {:.1f} MB/s)", label_, done_items_,
+               done_bytes_ / 1e6, format_duration(t), t > 0 ? done_items_ / t : 0.0,
+               t > 0 ? done_bytes_ / 1e6 / t : 0.0);
+}
+
+}  // namespace tpuperf

@@ -1,0 +1,37 @@
+// Progress lines for long work: done/total items, items/s, MB/s and ETA, logged at most
+// every `interval` seconds (and once at the end), so a user always sees that work moves
+// and how long it will take.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace tpuperf {
+
+class Progress {
+ public:
+  Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s = 5.0);
+  // One item done, of `bytes` input bytes.
+  void tick(int64_t bytes);
+  // Logs the closing line (totals, overall rates).
+  void finish();
+
+  double elapsed_s() const;
+  int64_t done_items() const { return done_items_; }
+  int64_t done_bytes() const { return done_bytes_; }
+  std::string line() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string label_;
+  int64_t total_items_, total_bytes_;
+  int64_t done_items_ = 0, done_bytes_ = 0;
+  double interval_s_;
+  Clock::time_point start_, last_log_;
+};
+
+// "1h02m", "3m05s", "42s"
+std::string format_duration(double seconds);
+
+}  // namespace tpuperf
