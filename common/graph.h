@@ -49,17 +49,23 @@ LayoutGraph load_layout_graph(const std::string& path);
 // Checks every rule of the real format; throws Error with the offending key.
 // Rules: shapes consistent ((n,140) features, (m,2) edges, (c,24) or (c,nc,18) configs),
 // n >= 1, opcodes in 0..120, edge endpoints in [0,n), node_config_ids in [0,n) and
-// unique, config values integers in -1..5, runtimes >= 0 (normalizers too), at least one
-// config, node features finite, node_splits non-decreasing within [0,n].
+// unique, config values integers in -1..5, runtimes >= 0, normalizers >= 1 (the target
+// divides by them), at least one config, node features and tile config features finite,
+// node_splits non-decreasing within [0,n].
+// Loading also checks each file array's dtype and shape, and that layout config values
+// stored as floats are exact integers, before converting them.
 void validate(const TileGraph& g);
 void validate(const LayoutGraph& g);
 
 // Writes the real file format: keys and dtypes as in the release (uint8 opcodes,
 // int64 edges/ids/runtimes, float32 features and configs, node_splits shape (1,k)).
+// Does not validate, so tests can write broken files; num_nodes sets the node count and
+// vector sizes that disagree with it throw Error naming the key.
 void save_tile_graph(const std::string& path, const TileGraph& g, bool compress);
 void save_layout_graph(const std::string& path, const LayoutGraph& g, bool compress);
 
-// File stem of a path: ".../resnet50.4x4.fp16.npz" -> "resnet50.4x4.fp16".
+// File stem of a path: ".../resnet50.4x4.fp16.npz" -> "resnet50.4x4.fp16". Only ".npz"
+// is stripped: graph names contain dots.
 std::string file_stem(const std::string& path);
 
 }  // namespace tpuperf

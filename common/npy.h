@@ -42,9 +42,21 @@ struct NpyHeader {
 // big-endian or of an unsupported dtype.
 NpyHeader parse_npy_header(const uint8_t* data, size_t avail);
 
+// Total preamble length (the data offset) read from the magic, version and length
+// fields. Returns 0 when `avail` is too short to tell (12 bytes always suffice); throws
+// Error on a bad magic, an unknown version or an implausibly long header.
+size_t npy_header_len(const uint8_t* data, size_t avail);
+
 // Builds a version-1.0 preamble (version 2.0 when the dict does not fit in 65535 bytes),
 // padded so that the data starts at a multiple of 64, exactly as numpy writes it.
-std::string make_npy_header(DType dtype, const std::vector<int64_t>& shape);
+// min_version (1, 2 or 3) forces a later version, for tests of readers.
+std::string make_npy_header(DType dtype, const std::vector<int64_t>& shape,
+                            int min_version = 1);
+
+// "(2, 3)", "(3,)", "()": Python's spelling, for messages.
+std::string format_shape(const std::vector<int64_t>& shape);
+// Product of the dimensions; throws Error on a negative dimension or int64 overflow.
+int64_t shape_count(const std::vector<int64_t>& shape);
 
 // An array held in memory: dtype, shape and the raw little-endian C-order bytes.
 struct NpyArray {

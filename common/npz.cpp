@@ -1,1 +1,715 @@
-// Being implemented (helper): placeholder so the tree builds.
+#include "common/npz.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/files.h"
+
+namespace tpuperf {
+
+namespace {
+
+constexpr uint32_t kLocalSig = 0x04034b50;
+constexpr uint32_t kCentralSig = 0x02014b50;
+constexpr uint32_t kEndSig = 0x06054b50;
+constexpr uint32_t kZip64EndSig = 0x06064b50;
+constexpr uint32_t kZip64LocatorSig = 0x07064b50;
+constexpr uint16_t kZip64ExtraTag = 0x0001;
+constexpr size_t kLocalLen = 30, kCentralLen = 46, kEndLen = 22;
+constexpr size_t kZip64EndLen = 56, kZip64LocatorLen = 20;
+constexpr uint32_t kMax32 = 0xFFFFFFFF;
+constexpr uint16_t kMax16 = 0xFFFF;
+constexpr size_t kChunk = 1 << 20;  // reads, inflation and CRC work in 1 MiB pieces
+// Any fixed date will do: the archive's content is what matters. 1980-01-01 00:00.
+constexpr uint16_t kDosTime = 0, kDosDate = (1 << 5) | 1;
+// Deflate emits at least one bit per 258 output bytes, so ~1032x is its ceiling.
+constexpr uint64_t kMaxInflateRatio = 1032;
+
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t get32(const uint8_t* p) { return get16(p) | (static_cast<uint32_t>(get16(p + 2)) << 16); }
+uint64_t get64(const uint8_t* p) { return get32(p) | (static_cast<uint64_t>(get32(p + 4)) << 32); }
+
+void put16(std::string& s, uint16_t v) {
+  s += static_cast<char>(v & 0xFF);
+  s += static_cast<char>(v >> 8);
+}
+void put32(std::string& s, uint32_t v) {
+  put16(s, static_cast<uint16_t>(v & 0xFFFF));
+  put16(s, static_cast<uint16_t>(v >> 16));
+}
+void put64(std::string& s, uint64_t v) {
+  put32(s, static_cast<uint32_t>(v & kMax32));
+  put32(s, static_cast<uint32_t>(v >> 32));
+}
+
+uint32_t crc_update(uint32_t crc, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    uInt step = static_cast<uInt>(std::min(n, kChunk));
+    crc = static_cast<uint32_t>(::crc32(crc, p, step));
+    p += step;
+    n -= step;
+  }
+  return crc;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string member_key(const std::string& name) {
+  const std::string ext = ".npy";
+  if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0)
+    return name.substr(0, name.size() - ext.size());
+  return name;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Reader
+
+// The uncompressed bytes of one member, produced on demand and CRC-checked at the end.
+class NpzReader::MemberStream {
+ public:
+  MemberStream(NpzReader& r, const Member& m, uint64_t data_start)
+      : r_(r), m_(m), in_pos_(data_start), in_end_(data_start + m.compressed_size) {
+    if (m_.method == 8) {
+      std::memset(&z_, 0, sizeof(z_));
+      if (inflateInit2(&z_, -15) != Z_OK) throw Error("cannot initialize zlib inflate");
+      inflating_ = true;
+    }
+  }
+  ~MemberStream() {
+    if (inflating_) inflateEnd(&z_);
+  }
+  MemberStream(const MemberStream&) = delete;
+  MemberStream& operator=(const MemberStream&) = delete;
+
+  // Exactly n more bytes of output; the caller has checked them against the member size.
+  void read(uint8_t* dst, size_t n) {
+    while (n > 0) {
+      size_t step = std::min(n, kChunk);
+      if (m_.method == 0) {
+        r_.read_at(in_pos_, dst, step);
+        in_pos_ += step;
+      } else {
+        inflate_into(dst, step);
+      }
+      crc_ = crc_update(crc_, dst, step);
+      produced_ += step;
+      dst += step;
+      n -= step;
+    }
+  }
+
+  // The member must end exactly here, with the CRC its directory entry records.
+  void finish() {
+    if (m_.method == 8 && !stream_end_) {
+      uint8_t extra = 0;
+      z_.next_out = &extra;
+      z_.avail_out = 1;
+      while (!stream_end_ && z_.avail_out == 1) step_inflate();
+      if (z_.avail_out == 0)
+        throw Error(fmt::format("deflate stream holds more than the declared {} bytes",
+                                m_.uncompressed_size));
+    }
+    if (crc_ != m_.crc32)
+      throw Error(fmt::format("CRC mismatch (stored 0x{:08x}, computed 0x{:08x})", m_.crc32, crc_));
+  }
+
+ private:
+  void inflate_into(uint8_t* dst, size_t n) {
+    z_.next_out = dst;
+    z_.avail_out = static_cast<uInt>(n);
+    while (z_.avail_out > 0) {
+      if (stream_end_)
+        throw Error(fmt::format("deflate stream ends after {} bytes, but the member declares {}",
+                                produced_ + (n - z_.avail_out), m_.uncompressed_size));
+      step_inflate();
+    }
+  }
+
+  void step_inflate() {
+    if (z_.avail_in == 0) refill();
+    int rc = ::inflate(&z_, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      stream_end_ = true;
+    } else if (rc == Z_BUF_ERROR && z_.avail_in == 0 && in_pos_ == in_end_) {
+      throw Error(fmt::format("deflate stream is cut short: its {} compressed bytes end early",
+                              m_.compressed_size));
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      throw Error(std::string("corrupt deflate data (") + (z_.msg ? z_.msg : zError(rc)) + ")");
+    }
+  }
+
+  // Grows from 4 KiB so that reading a header does not pull in a megabyte.
+  void refill() {
+    size_t want = std::min<uint64_t>(in_end_ - in_pos_, std::min(kChunk, size_t{4096} << refills_));
+    ++refills_;
+    if (in_buf_.size() < want) in_buf_.resize(want);
+    if (want > 0) r_.read_at(in_pos_, in_buf_.data(), want);
+    in_pos_ += want;
+    z_.next_in = in_buf_.data();
+    z_.avail_in = static_cast<uInt>(want);
+  }
+
+  NpzReader& r_;
+  const Member& m_;
+  uint64_t in_pos_, in_end_;
+  std::vector<uint8_t> in_buf_;
+  z_stream z_;
+  bool inflating_ = false, stream_end_ = false;
+  int refills_ = 0;
+  uint64_t produced_ = 0;
+  uint32_t crc_ = 0;
+};
+
+NpzReader::NpzReader(const std::string& path) : path_(path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(errno == ENOENT ? "file not found" : "cannot open: " + errno_text(), path);
+  if (S_ISDIR(st.st_mode)) throw Error("is a directory, not an .npz file", path);
+  if (!S_ISREG(st.st_mode)) throw Error("not a regular file", path);
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw Error("cannot open: " + errno_text(), path);
+  try {
+    if (::fstat(fileno(file_), &st) != 0) throw Error("cannot stat: " + errno_text());
+    file_size_ = static_cast<uint64_t>(st.st_size);
+    if (file_size_ == 0) throw Error("empty file (0 bytes), not an .npz archive");
+    parse_central_directory();
+  } catch (Error& e) {
+    std::fclose(file_);
+    file_ = nullptr;
+    e.with_file(path_);
+    throw;
+  }
+}
+
+NpzReader::~NpzReader() {
+  if (file_) std::fclose(file_);
+}
+
+void NpzReader::read_at(uint64_t offset, void* buf, size_t n) {
+  if (offset > file_size_ || n > file_size_ - offset)
+    throw Error(fmt::format("needs bytes [{}, {}) but the file has only {} (truncated?)", offset,
+                            offset + n, file_size_));
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    ssize_t got = ::pread(fileno(file_), p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error("read failed: " + errno_text());
+    if (got == 0) throw Error(fmt::format("unexpected end of file at offset {}", offset));
+    p += got;
+    offset += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+}
+
+void NpzReader::parse_central_directory() {
+  size_t tail = static_cast<size_t>(std::min<uint64_t>(file_size_, kMax16 + kEndLen));
+  uint64_t tail_start = file_size_ - tail;
+  std::vector<uint8_t> buf(tail);
+  read_at(tail_start, buf.data(), tail);
+  // Scan backwards: the record sits at the end, followed only by its comment.
+  size_t pos = tail;
+  for (size_t i = tail >= kEndLen ? tail - kEndLen + 1 : 0; i-- > 0;) {
+    if (get32(&buf[i]) == kEndSig && i + kEndLen + get16(&buf[i + 20]) <= tail) {
+      pos = i;
+      break;
+    }
+  }
+  if (pos == tail)
+    throw Error("not a zip archive: no end-of-central-directory record (truncated or not an .npz)");
+  const uint8_t* e = &buf[pos];
+  uint64_t end_pos = tail_start + pos;
+  uint64_t count = get16(e + 10), cd_size = get32(e + 12), cd_offset = get32(e + 16);
+  uint64_t limit = end_pos;  // the directory must lie before the end records
+  if (get16(e + 4) != 0 && get16(e + 4) != kMax16) throw Error("multi-disk zip archives are not supported");
+
+  if (end_pos >= kZip64LocatorLen) {
+    uint8_t loc[kZip64LocatorLen];
+    read_at(end_pos - kZip64LocatorLen, loc, kZip64LocatorLen);
+    if (get32(loc) == kZip64LocatorSig) {
+      uint64_t z_off = get64(loc + 8);
+      if (z_off > end_pos - kZip64LocatorLen || end_pos - kZip64LocatorLen - z_off < kZip64EndLen)
+        throw Error(fmt::format("zip64 end record offset {} points outside the file", z_off));
+      uint8_t z[kZip64EndLen];
+      read_at(z_off, z, kZip64EndLen);
+      if (get32(z) != kZip64EndSig)
+        throw Error(fmt::format("no zip64 end record at offset {}", z_off));
+      count = get64(z + 32);
+      cd_size = get64(z + 40);
+      cd_offset = get64(z + 48);
+      limit = z_off;
+    }
+  }
+  if (cd_offset > limit || cd_size > limit - cd_offset) {
+    bool past_eof = cd_offset > file_size_ || cd_size > file_size_ - cd_offset;
+    throw Error(fmt::format("central directory (offset {}, {} bytes) {}", cd_offset, cd_size,
+                            past_eof ? fmt::format("points past the end of the file ({} bytes)", file_size_)
+                                     : std::string("overlaps the end-of-central-directory record")));
+  }
+  if (count > cd_size / kCentralLen)
+    throw Error(fmt::format("central directory of {} bytes cannot hold {} entries", cd_size, count));
+  parse_entries(cd_offset, cd_size, count);
+}
+
+void NpzReader::parse_entries(uint64_t cd_offset, uint64_t cd_size, uint64_t count) {
+  std::vector<uint8_t> cd(static_cast<size_t>(cd_size));
+  read_at(cd_offset, cd.data(), cd.size());
+  size_t p = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (cd.size() - p < kCentralLen || get32(&cd[p]) != kCentralSig)
+      throw Error(fmt::format("central directory entry {} is corrupt (bad signature)", i));
+    const uint8_t* h = &cd[p];
+    size_t name_len = get16(h + 28), extra_len = get16(h + 30), comment_len = get16(h + 32);
+    if (cd.size() - p - kCentralLen < name_len + extra_len + comment_len)
+      throw Error(fmt::format("central directory entry {} runs past the directory", i));
+    Member m;
+    m.flags = get16(h + 8);
+    m.method = get16(h + 10);
+    m.crc32 = get32(h + 16);
+    m.compressed_size = get32(h + 20);
+    m.uncompressed_size = get32(h + 24);
+    m.local_header_offset = get32(h + 42);
+    m.name.assign(reinterpret_cast<const char*>(h + kCentralLen), name_len);
+    // Fields saturated at 0xFFFFFFFF continue in the zip64 extra field, in this order.
+    const uint8_t* x = h + kCentralLen + name_len;
+    const uint8_t* x_end = x + extra_len;
+    while (x_end - x >= 4) {
+      uint16_t tag = get16(x), len = get16(x + 2);
+      const uint8_t* data = x + 4;
+      if (x_end - data < len) break;
+      if (tag == kZip64ExtraTag) {
+        const uint8_t* q = data;
+        for (uint64_t* field : {&m.uncompressed_size, &m.compressed_size, &m.local_header_offset}) {
+          if (*field != kMax32) continue;
+          if (data + len - q < 8)
+            throw Error("zip64 extra field too short", "", member_key(m.name));
+          *field = get64(q);
+          q += 8;
+        }
+      }
+      x = data + len;
+    }
+    std::string key = member_key(m.name);
+    if (index_.count(key)) throw Error("duplicate member in archive", "", key);
+    index_[key] = members_.size();
+    members_.push_back(std::move(m));
+    p += kCentralLen + name_len + extra_len + comment_len;
+  }
+}
+
+std::vector<std::string> NpzReader::keys() const {
+  std::vector<std::string> out;
+  for (const Member& m : members_) out.push_back(member_key(m.name));
+  return out;
+}
+
+bool NpzReader::has(const std::string& key) const { return index_.count(key) > 0; }
+
+const NpzReader::Member& NpzReader::member(const std::string& key) const {
+  auto it = index_.find(key);
+  if (it == index_.end()) {
+    std::string have;
+    for (const std::string& k : keys()) have += (have.empty() ? "" : ", ") + k;
+    throw Error("no such member in the archive (it holds: " + have + ")", path_, key);
+  }
+  return members_[it->second];
+}
+
+uint64_t NpzReader::data_offset(const Member& m) {
+  uint8_t h[kLocalLen];
+  read_at(m.local_header_offset, h, kLocalLen);
+  if (get32(h) != kLocalSig)
+    throw Error(fmt::format("no local header at offset {}", m.local_header_offset));
+  // Sizes in the local header may be zero or zip64 placeholders: the central
+  // directory's are authoritative, the local header only tells where data starts.
+  return m.local_header_offset + kLocalLen + get16(h + 26) + get16(h + 28);
+}
+
+NpyHeader NpzReader::open_member(const Member& m, MemberStream& s) {
+  uint64_t usize = m.uncompressed_size, csize = m.compressed_size;
+  if (usize == 0) throw Error("member is empty (0 bytes): not an .npy array");
+  if (usize > static_cast<uint64_t>(csize) * kMaxInflateRatio + 64 ||
+      (m.method == 0 && usize != csize))
+    throw Error(fmt::format("declared size of {} bytes is impossible for {} bytes {}", usize, csize,
+                            m.method == 0 ? "stored" : "of deflate data"));
+  uint8_t pre[12];
+  size_t n0 = static_cast<size_t>(std::min<uint64_t>(usize, sizeof(pre)));
+  s.read(pre, n0);
+  size_t len = npy_header_len(pre, n0);
+  if (len == 0) parse_npy_header(pre, n0);  // too short to tell: throws "truncated header"
+  if (len > usize)
+    throw Error(fmt::format("truncated header: member holds {} bytes, header needs {}", usize, len));
+  std::vector<uint8_t> head(len);
+  std::memcpy(head.data(), pre, n0);
+  s.read(head.data() + n0, len - n0);
+  NpyHeader h = parse_npy_header(head.data(), len);
+  uint64_t need = 0;
+  if (__builtin_add_overflow(h.nbytes(), h.header_len, &need) || need != usize)
+    throw Error(fmt::format("header says shape {} of {} ({} data bytes + {} header bytes), but the "
+                            "member holds {} bytes",
+                            format_shape(h.shape), dtype_descr(h.dtype), h.nbytes(), h.header_len,
+                            usize));
+  return h;
+}
+
+namespace {
+
+// Everything that can be checked before reading data: method, flags and whether the
+// compressed bytes lie inside the file.
+void check_member(const NpzReader::Member& m, uint64_t start, uint64_t file_size) {
+  if (m.flags & 1) throw Error("encrypted members are not supported");
+  if (m.method != 0 && m.method != 8)
+    throw Error(fmt::format("unsupported compression method {}", m.method));
+  if (start > file_size || m.compressed_size > file_size - start)
+    throw Error(fmt::format("member data ({} bytes at offset {}) extends past the end of the "
+                            "file ({} bytes; truncated?)",
+                            m.compressed_size, start, file_size));
+}
+
+// Runs fn; an Error escaping it gets the archive's path and the member's key.
+template <typename Fn>
+auto with_context(const std::string& path, const std::string& key, Fn&& fn) {
+  try {
+    return fn();
+  } catch (Error& e) {
+    e.with_file(path).with_key(key);
+    throw;
+  }
+}
+
+}  // namespace
+
+
+NpyHeader NpzReader::header(const std::string& key) {
+  return with_context(path_, key, [&] {
+    const Member& m = member(key);
+    uint64_t start = data_offset(m);
+    check_member(m, start, file_size_);
+    MemberStream s(*this, m, start);
+    return open_member(m, s);
+  });
+}
+
+NpyArray NpzReader::read(const std::string& key) {
+  return with_context(path_, key, [&] {
+    const Member& m = member(key);
+    uint64_t start = data_offset(m);
+    check_member(m, start, file_size_);
+    MemberStream s(*this, m, start);
+    NpyHeader h = open_member(m, s);
+    NpyArray a;
+    a.dtype = h.dtype;
+    a.shape = h.shape;
+    a.data.resize(static_cast<size_t>(h.nbytes()));
+    s.read(a.data.data(), a.data.size());
+    s.finish();
+    return a;
+  });
+}
+
+NpyHeader NpzReader::read_chunks(const std::string& key, const HeaderSink& on_header,
+                                 const ChunkSink& on_chunk) {
+  return with_context(path_, key, [&] {
+    const Member& m = member(key);
+    uint64_t start = data_offset(m);
+    check_member(m, start, file_size_);
+    MemberStream s(*this, m, start);
+    NpyHeader h = open_member(m, s);
+    if (on_header) on_header(h);
+    uint64_t left = h.nbytes();
+    std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(left, kChunk)));
+    while (left > 0) {
+      size_t step = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
+      s.read(buf.data(), step);
+      on_chunk(buf.data(), step);
+      left -= step;
+    }
+    s.finish();
+    return h;
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Writer
+
+struct NpzWriter::Entry {
+  std::string name;  // key + ".npy"
+  uint16_t method = 0;
+  uint32_t crc = 0;
+  uint64_t compressed = 0, uncompressed = 0, offset = 0;
+  uint64_t expected = 0;  // uncompressed size the header promises
+  bool local_zip64 = false;
+};
+
+struct NpzWriter::Deflater {
+  z_stream z;
+  std::vector<uint8_t> out = std::vector<uint8_t>(kChunk);
+  Deflater() {
+    std::memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw Error("cannot initialize zlib deflate");
+  }
+  ~Deflater() { deflateEnd(&z); }
+};
+
+NpzWriter::NpzWriter(const std::string& path, bool compress)
+    : path_(path), tmp_path_(path + ".tmp"), compress_(compress) {
+  file_ = std::fopen(tmp_path_.c_str(), "wb");
+  if (!file_) throw Error("cannot create: " + errno_text(), tmp_path_);
+}
+
+NpzWriter::~NpzWriter() {
+  deflater_.reset();
+  if (file_) {
+    std::fclose(file_);
+    std::remove(tmp_path_.c_str());
+  }
+}
+
+void NpzWriter::fail(const std::string& reason, const std::string& key) {
+  throw Error(reason, path_, key);
+}
+
+void NpzWriter::write_bytes(const void* data, size_t n) {
+  if (n > 0 && std::fwrite(data, 1, n, file_) != n) fail("write failed: " + errno_text());
+  offset_ += n;
+}
+
+void NpzWriter::write_raw_at(uint64_t offset, const std::string& bytes) {
+  if (fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0 ||
+      std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size() ||
+      fseeko(file_, 0, SEEK_END) != 0)
+    fail("write failed: " + errno_text());
+}
+
+void NpzWriter::add(const std::string& key, const NpyArray& array) {
+  uint64_t need = static_cast<uint64_t>(shape_count(array.shape)) * dtype_size(array.dtype);
+  if (array.data.size() != need)
+    fail(fmt::format("array holds {} bytes, shape {} needs {}", array.data.size(),
+                     format_shape(array.shape), need),
+         key);
+  add(key, array.dtype, array.shape, array.data.data());
+}
+
+void NpzWriter::add(const std::string& key, DType dtype, const std::vector<int64_t>& shape,
+                    const void* data) {
+  begin_member(key, dtype, shape);
+  write_data(data, entries_.back()->expected - entries_.back()->uncompressed);
+  end_member();
+}
+
+void NpzWriter::begin_member(const std::string& key, DType dtype,
+                             const std::vector<int64_t>& shape) {
+  if (!file_) fail("writer is already closed", key);
+  if (in_member_) fail("member '" + entries_.back()->name + "' is still open", key);
+  if (key.empty()) fail("empty key");
+  for (const auto& e : entries_)
+    if (e->name == key + ".npy") fail("duplicate key", key);
+  std::string header;
+  uint64_t nbytes = 0;
+  try {
+    header = make_npy_header(dtype, shape);
+    nbytes = static_cast<uint64_t>(shape_count(shape)) * dtype_size(dtype);
+  } catch (Error& e) {
+    e.with_file(path_).with_key(key);
+    throw;
+  }
+  auto e = std::make_unique<Entry>();
+  e->name = key + ".npy";
+  e->method = compress_ ? 8 : 0;
+  e->offset = offset_;
+  e->expected = header.size() + nbytes;
+  // Deflate's worst case is a few bytes per 16 KiB stored block; this bound is generous.
+  uint64_t worst = e->expected + (e->expected >> 10) + 64;
+  e->local_zip64 = force_zip64_ || worst >= kMax32;
+
+  std::string lh;
+  put32(lh, kLocalSig);
+  put16(lh, e->local_zip64 ? 45 : 20);
+  put16(lh, 0);
+  put16(lh, e->method);
+  put16(lh, kDosTime);
+  put16(lh, kDosDate);
+  put32(lh, 0);  // crc and sizes are patched in end_member
+  put32(lh, e->local_zip64 ? kMax32 : 0);
+  put32(lh, e->local_zip64 ? kMax32 : 0);
+  put16(lh, static_cast<uint16_t>(e->name.size()));
+  put16(lh, e->local_zip64 ? 20 : 0);
+  lh += e->name;
+  if (e->local_zip64) {
+    put16(lh, kZip64ExtraTag);
+    put16(lh, 16);
+    put64(lh, 0);
+    put64(lh, 0);
+  }
+  entries_.push_back(std::move(e));
+  in_member_ = true;
+  write_bytes(lh.data(), lh.size());
+  if (compress_) deflater_ = std::make_unique<Deflater>();
+  emit(header.data(), header.size());
+}
+
+void NpzWriter::write_data(const void* data, size_t n) {
+  if (!in_member_) fail("write_data outside a member");
+  Entry& e = *entries_.back();
+  if (n > e.expected - e.uncompressed)
+    fail(fmt::format("{} more bytes exceed the shape's {} bytes", n, e.expected), member_key(e.name));
+  emit(data, n);
+}
+
+void NpzWriter::emit(const void* data, size_t n) {
+  Entry& e = *entries_.back();
+  const auto* p = static_cast<const uint8_t*>(data);
+  e.crc = crc_update(e.crc, p, n);
+  e.uncompressed += n;
+  if (!compress_) {
+    write_bytes(p, n);
+    e.compressed += n;
+    return;
+  }
+  z_stream& z = deflater_->z;
+  while (n > 0) {
+    size_t step = std::min(n, kChunk);
+    z.next_in = const_cast<uint8_t*>(p);
+    z.avail_in = static_cast<uInt>(step);
+    while (z.avail_in > 0) {
+      z.next_out = deflater_->out.data();
+      z.avail_out = static_cast<uInt>(deflater_->out.size());
+      ::deflate(&z, Z_NO_FLUSH);
+      size_t made = deflater_->out.size() - z.avail_out;
+      write_bytes(deflater_->out.data(), made);
+      e.compressed += made;
+    }
+    p += step;
+    n -= step;
+  }
+}
+
+void NpzWriter::end_member() {
+  if (!in_member_) fail("end_member outside a member");
+  Entry& e = *entries_.back();
+  if (e.uncompressed != e.expected)
+    fail(fmt::format("member has {} bytes, its shape needs {}", e.uncompressed, e.expected),
+         member_key(e.name));
+  if (compress_) {
+    z_stream& z = deflater_->z;
+    int rc = Z_OK;
+    while (rc != Z_STREAM_END) {
+      z.next_out = deflater_->out.data();
+      z.avail_out = static_cast<uInt>(deflater_->out.size());
+      rc = ::deflate(&z, Z_FINISH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) fail("deflate failed", member_key(e.name));
+      size_t made = deflater_->out.size() - z.avail_out;
+      write_bytes(deflater_->out.data(), made);
+      e.compressed += made;
+    }
+    deflater_.reset();
+  }
+  if (!e.local_zip64 && (e.compressed >= kMax32 || e.uncompressed >= kMax32))
+    fail("member outgrew its local header", member_key(e.name));
+  std::string patch;
+  put32(patch, e.crc);
+  put32(patch, e.local_zip64 ? kMax32 : static_cast<uint32_t>(e.compressed));
+  put32(patch, e.local_zip64 ? kMax32 : static_cast<uint32_t>(e.uncompressed));
+  write_raw_at(e.offset + 14, patch);
+  if (e.local_zip64) {
+    std::string sizes;
+    put64(sizes, e.uncompressed);
+    put64(sizes, e.compressed);
+    write_raw_at(e.offset + kLocalLen + e.name.size() + 4, sizes);
+  }
+  in_member_ = false;
+}
+
+void NpzWriter::write_central_directory() {
+  uint64_t cd_start = offset_;
+  for (const auto& e : entries_) {
+    bool big_u = force_zip64_ || e->uncompressed >= kMax32;
+    bool big_c = force_zip64_ || e->compressed >= kMax32;
+    bool big_o = force_zip64_ || e->offset >= kMax32;
+    std::string extra;
+    if (big_u || big_c || big_o) {
+      put16(extra, kZip64ExtraTag);
+      put16(extra, static_cast<uint16_t>(8 * (big_u + big_c + big_o)));
+      if (big_u) put64(extra, e->uncompressed);
+      if (big_c) put64(extra, e->compressed);
+      if (big_o) put64(extra, e->offset);
+    }
+    uint16_t version = extra.empty() ? 20 : 45;
+    std::string h;
+    put32(h, kCentralSig);
+    put16(h, static_cast<uint16_t>((3 << 8) | version));  // made by: Unix
+    put16(h, version);
+    put16(h, 0);
+    put16(h, e->method);
+    put16(h, kDosTime);
+    put16(h, kDosDate);
+    put32(h, e->crc);
+    put32(h, big_c ? kMax32 : static_cast<uint32_t>(e->compressed));
+    put32(h, big_u ? kMax32 : static_cast<uint32_t>(e->uncompressed));
+    put16(h, static_cast<uint16_t>(e->name.size()));
+    put16(h, static_cast<uint16_t>(extra.size()));
+    put16(h, 0);  // comment
+    put16(h, 0);  // disk
+    put16(h, 0);  // internal attributes
+    put32(h, 0100644u << 16);  // external attributes: a regular file, rw-r--r--
+    put32(h, big_o ? kMax32 : static_cast<uint32_t>(e->offset));
+    h += e->name;
+    h += extra;
+    write_bytes(h.data(), h.size());
+  }
+  uint64_t cd_size = offset_ - cd_start, count = entries_.size();
+  bool zip64 = force_zip64_ || count >= kMax16 || cd_size >= kMax32 || cd_start >= kMax32;
+  std::string t;
+  if (zip64) {
+    uint64_t z_off = offset_;
+    put32(t, kZip64EndSig);
+    put64(t, kZip64EndLen - 12);  // size of the rest of the record
+    put16(t, (3 << 8) | 45);
+    put16(t, 45);
+    put32(t, 0);
+    put32(t, 0);
+    put64(t, count);
+    put64(t, count);
+    put64(t, cd_size);
+    put64(t, cd_start);
+    put32(t, kZip64LocatorSig);
+    put32(t, 0);
+    put64(t, z_off);
+    put32(t, 1);
+  }
+  put32(t, kEndSig);
+  put16(t, 0);
+  put16(t, 0);
+  put16(t, zip64 ? kMax16 : static_cast<uint16_t>(count));
+  put16(t, zip64 ? kMax16 : static_cast<uint16_t>(count));
+  put32(t, zip64 ? kMax32 : static_cast<uint32_t>(cd_size));
+  put32(t, zip64 ? kMax32 : static_cast<uint32_t>(cd_start));
+  put16(t, 0);
+  write_bytes(t.data(), t.size());
+}
+
+void NpzWriter::close() {
+  if (!file_) fail("writer is already closed");
+  if (in_member_) fail("member is still open", member_key(entries_.back()->name));
+  write_central_directory();
+  bool ok = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
+  std::string why = ok ? "" : errno_text();
+  ok = (std::fclose(file_) == 0) && ok;
+  file_ = nullptr;
+  if (!ok) {
+    std::remove(tmp_path_.c_str());
+    throw Error("write failed: " + (why.empty() ? errno_text() : why), tmp_path_);
+  }
+  rename_durable(tmp_path_, path_);
+}
+
+}  // namespace tpuperf

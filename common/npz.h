@@ -4,11 +4,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "common/error.h"
 #include "common/npy.h"
 
 namespace tpuperf {
@@ -36,18 +39,33 @@ class NpzReader {
   // The whole member; checks that the data size matches the header's shape and the CRC.
   NpyArray read(const std::string& key);
 
+  // Streams a member without holding it whole: on_header runs once the header has been
+  // checked against the member size (before any data), then on_chunk receives the data
+  // in order, in chunks of at most 1 MiB that always hold whole elements. The CRC is
+  // checked after the last chunk, so a consumer must not trust its result until this
+  // returns. Errors thrown by the callbacks get the file and key added.
+  using HeaderSink = std::function<void(const NpyHeader&)>;
+  using ChunkSink = std::function<void(const uint8_t* data, size_t n)>;
+  NpyHeader read_chunks(const std::string& key, const HeaderSink& on_header,
+                        const ChunkSink& on_chunk);
+
   struct Member {
     std::string name;
     uint16_t method = 0;  // 0 stored, 8 deflated
+    uint16_t flags = 0;   // general purpose bits; bit 0 = encrypted
     uint32_t crc32 = 0;
     uint64_t compressed_size = 0, uncompressed_size = 0, local_header_offset = 0;
   };
 
  private:
+  class MemberStream;
   const Member& member(const std::string& key) const;
   uint64_t data_offset(const Member& m);
   void read_at(uint64_t offset, void* buf, size_t n);
   void parse_central_directory();
+  void parse_entries(uint64_t cd_offset, uint64_t cd_size, uint64_t count);
+  // Opens the member's stream and reads and checks its header.
+  NpyHeader open_member(const Member& m, MemberStream& s);
 
   std::string path_;
   FILE* file_ = nullptr;
@@ -66,18 +84,50 @@ class NpzWriter {
   NpzWriter& operator=(const NpzWriter&) = delete;
 
   void add(const std::string& key, const NpyArray& array);
+  // data holds the shape's elements of dtype, C order, little-endian; written without a copy.
+  void add(const std::string& key, DType dtype, const std::vector<int64_t>& shape,
+           const void* data);
   template <typename T>
   void add(const std::string& key, const std::vector<T>& values, std::vector<int64_t> shape) {
-    add(key, NpyArray::from(values, std::move(shape)));
+    if constexpr (std::is_same_v<T, bool>) {
+      add(key, NpyArray::from(values, std::move(shape)));  // vector<bool> has no data()
+    } else {
+      if (static_cast<uint64_t>(shape_count(shape)) != values.size())
+        throw Error(std::to_string(values.size()) + " values do not fill shape " +
+                        format_shape(shape), path_, key);
+      add(key, dtype_of<T>(), shape, values.data());
+    }
   }
+
+  // A member written piece by piece, for data converted on the fly (never held whole):
+  // begin_member, write_data until exactly the shape's bytes are written, end_member.
+  void begin_member(const std::string& key, DType dtype, const std::vector<int64_t>& shape);
+  void write_data(const void* data, size_t n);
+  void end_member();
+
   void close();
+
+  // For tests of readers: write zip64 extra fields and end records even when nothing
+  // needs them. Call before the first add.
+  void force_zip64_for_testing(bool on) { force_zip64_ = on; }
 
  private:
   struct Entry;
+  struct Deflater;
+  void write_bytes(const void* data, size_t n);
+  void write_raw_at(uint64_t offset, const std::string& bytes);
+  void emit(const void* data, size_t n);  // member payload: compress or store
+  void write_central_directory();
+  [[noreturn]] void fail(const std::string& reason, const std::string& key = "");
+
   std::string path_, tmp_path_;
   bool compress_;
+  bool force_zip64_ = false;
+  bool in_member_ = false;
   FILE* file_ = nullptr;
+  uint64_t offset_ = 0;  // bytes written so far
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::unique_ptr<Deflater> deflater_;
 };
 
 }  // namespace tpuperf
