@@ -10,7 +10,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libhdf5-dev libyaml-cpp-dev libspdlog-dev libgtest-dev
-  python3 python3-numpy python3-scipy python3-h5py
+  python3 python3-numpy python3-scipy python3-h5py python3-yaml
 )
 build=1
 while [ $# -gt 0 ]; do

@@ -1,0 +1,28 @@
+// The preprocess.* and data.* settings, read from the config in one place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "pipeline/preprocess/dedup.h"
+#include "pipeline/preprocess/features.h"
+
+namespace tpuperf {
+
+struct PreprocessSettings {
+  std::string raw_root, out_dir;
+  std::vector<std::string> collections;
+  int prune_hops = 1;
+  DedupPolicy dedup = DedupPolicy::Min;
+  int folds = 5;
+  uint64_t seed = 0;
+  int64_t shard_bytes = 0;
+  int deflate = 4;
+  FitOptions fit;
+
+  explicit PreprocessSettings(const Config& cfg);
+};
+
+}  // namespace tpuperf

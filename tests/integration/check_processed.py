@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Checks a tpuperf processed_dir against the raw npz tree it came from, recomputing
+every step independently with numpy (no tpuperf code): config dedup (unique rows, min
+runtime), k-hop pruning (frontier expansion over an undirected adjacency), re-padding of
+the minor_to_major columns, exact decoding of the base-7 packed layout configs, fold
+grouping by model family, and the test split left untouched.
+
+usage: check_processed.py RAW_DIR PROCESSED_DIR PRUNE_HOPS FOLDS [OTHER_PROCESSED_DIR]
+With OTHER_PROCESSED_DIR, also asserts that both outputs hold identical graphs (e.g. a
+1-rank and a 2-rank run) and identical feature transforms.
+"""
+import os
+import re
+import sys
+
+import h5py
+import numpy as np
+import yaml
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def family(name):
+    m = re.match(r"[A-Za-z]+", name)
+    return m.group(0).lower() if m else name
+
+
+def repad(feat):
+    feat = feat.copy()
+    dims = feat[:, 21:27]
+    nonzero = dims != 0
+    # rank = number of leading non-zero shape dims
+    rank = np.where(nonzero.all(1), 6, np.argmin(nonzero, axis=1))
+    pos = np.arange(6)[None, :]
+    feat[:, 134:140] = np.where(pos >= rank[:, None], -1.0, feat[:, 134:140])
+    return feat
+
+
+def within_hops(n, edges, seeds, hops):
+    if hops < 0:
+        return np.ones(n, bool)
+    keep = np.zeros(n, bool)
+    keep[seeds] = True
+    for _ in range(hops):
+        nxt = keep.copy()
+        if len(edges):
+            u, v = edges[:, 0], edges[:, 1]
+            nxt[v[keep[u]]] = True
+            nxt[u[keep[v]]] = True
+        keep = nxt
+    return keep
+
+
+def decode(packed, nc):
+    out = np.zeros((len(packed), 18), np.int64)
+    p = packed.astype(object)  # exact integer arithmetic
+    for j in range(18):
+        out[:, j] = np.array([x % 7 for x in p], np.int64) - 1
+        p = np.array([x // 7 for x in p], dtype=object)
+    return out.reshape(-1, nc, 18) if nc else out.reshape(-1, 0, 18)
+
+
+class Shards:
+    def __init__(self, root):
+        self.root, self.open = root, {}
+
+    def graph(self, shard, i):
+        if shard not in self.open:
+            self.open[shard] = h5py.File(os.path.join(self.root, shard), "r")
+        f = self.open[shard]
+
+        def rows(name, off):
+            o = f[off][:]
+            return f[name][o[i]:o[i + 1]]
+
+        g = dict(name=f["name"][i].decode() if isinstance(f["name"][i], bytes) else str(f["name"][i]),
+                 fold=int(f["fold"][i]),
+                 node_feat=rows("node_feat", "node_offsets"),
+                 node_opcode=rows("node_opcode", "node_offsets"),
+                 edge_index=rows("edge_index", "edge_offsets"),
+                 config_runtime=rows("config_runtime", "config_offsets"))
+        if f.attrs["collection"].startswith(b"tile") if isinstance(f.attrs["collection"], bytes) \
+                else str(f.attrs["collection"]).startswith("tile"):
+            g["config_feat"] = rows("config_feat", "config_offsets")
+            g["normalizers"] = rows("config_runtime_normalizers", "config_offsets")
+        else:
+            g["node_config_ids"] = rows("node_config_ids", "config_node_offsets")
+            g["packed"] = rows("node_config_packed", "packed_offsets")
+            g["node_splits"] = rows("node_splits", "split_offsets")
+        return g
+
+
+def unique_min(rows, runtime):
+    """dict: row bytes -> min runtime, and the number of distinct rows."""
+    best = {}
+    for r, t in zip(rows, runtime):
+        k = r.tobytes()
+        best[k] = min(best.get(k, t), t)
+    return best
+
+
+def check_graph(raw, man_graph, g, hops):
+    coll, split, name = man_graph["collection"], man_graph["split"], man_graph["name"]
+    parts = coll.split(":")
+    path = os.path.join(raw, *( ["tile", "xla"] if parts[0] == "tile" else ["layout", parts[1], parts[2]]),
+                        split, name + ".npz")
+    z = np.load(path)
+    where = f"{coll} {split} {name}"
+    if g["name"] != name:
+        fail(f"{where}: shard holds {g['name']}")
+    if parts[0] == "tile":
+        feat = repad(z["node_feat"])
+        if not np.array_equal(g["node_feat"], feat):
+            fail(f"{where}: node_feat differs from the re-padded source")
+        if not np.array_equal(g["edge_index"], z["edge_index"]):
+            fail(f"{where}: tile edges changed")
+        cf, rt = z["config_feat"], z["config_runtime"]
+        if split == "test":
+            if not (np.array_equal(g["config_feat"], cf) and np.array_equal(g["config_runtime"], rt)):
+                fail(f"{where}: test configs were changed")
+        else:
+            best = unique_min(cf, rt)
+            if len(best) != len(g["config_runtime"]):
+                fail(f"{where}: {len(g['config_runtime'])} configs after dedup, expected {len(best)}")
+            for r, t in zip(g["config_feat"], g["config_runtime"]):
+                if best[r.tobytes()] != t:
+                    fail(f"{where}: runtime {t} is not the min {best[r.tobytes()]} of its duplicates")
+        return
+    # layout
+    n = z["node_feat"].shape[0]
+    ids = z["node_config_ids"]
+    keep = within_hops(n, z["edge_index"], ids, hops)
+    kept = np.nonzero(keep)[0]
+    remap = -np.ones(n, np.int64)
+    remap[kept] = np.arange(len(kept))
+    if not np.array_equal(g["node_feat"], repad(z["node_feat"])[kept]):
+        fail(f"{where}: pruned node set or features differ from the independent computation")
+    if not np.array_equal(g["node_opcode"], z["node_opcode"][kept]):
+        fail(f"{where}: opcodes differ")
+    e = z["edge_index"]
+    e = e[keep[e[:, 0]] & keep[e[:, 1]]]
+    if not np.array_equal(g["edge_index"], remap[e]):
+        fail(f"{where}: pruned edges differ")
+    if not np.array_equal(g["node_config_ids"], remap[ids]):
+        fail(f"{where}: node_config_ids not re-indexed")
+    splits = z["node_splits"].reshape(-1)
+    expect_splits = np.searchsorted(kept, splits, side="left")
+    if not np.array_equal(g["node_splits"], expect_splits):
+        fail(f"{where}: node_splits not re-indexed")
+    nc = len(ids)
+    src = z["node_config_feat"].astype(np.int64).reshape(len(z["config_runtime"]), -1)
+    got = decode(g["packed"], nc).reshape(len(g["config_runtime"]), -1)
+    rt = z["config_runtime"]
+    if split == "test":
+        if not (np.array_equal(got, src) and np.array_equal(g["config_runtime"], rt)):
+            fail(f"{where}: test configs were changed")
+    else:
+        best = unique_min(src, rt)
+        if len(best) != len(got):
+            fail(f"{where}: {len(got)} configs after dedup, expected {len(best)}")
+        for r, t in zip(got, g["config_runtime"]):
+            if best.get(r.tobytes()) != t:
+                fail(f"{where}: decoded config not in the source or runtime not the min")
+
+
+def load(processed):
+    with open(os.path.join(processed, "manifest.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def main():
+    raw, processed, hops, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    m = load(processed)
+    shards = Shards(processed)
+    fam_fold = {}
+    for mg in m["graphs"]:
+        g = shards.graph(mg["shard"], mg["index"])
+        check_graph(raw, mg, g, hops)
+        if g["fold"] != mg["fold"]:
+            fail(f"{mg['name']}: fold {g['fold']} in shard, {mg['fold']} in manifest")
+        if mg["split"] == "train":
+            if not 0 <= mg["fold"] < k:
+                fail(f"{mg['name']}: fold {mg['fold']} not in [0, {k})")
+            key = (mg["collection"], family(mg["name"]))
+            if fam_fold.setdefault(key, mg["fold"]) != mg["fold"]:
+                fail(f"family {key} split across folds")
+        elif mg["fold"] != {"valid": -1, "test": -2}[mg["split"]]:
+            fail(f"{mg['name']}: {mg['split']} graph has fold {mg['fold']}")
+    for sh in m["shards"]:
+        if os.path.getsize(os.path.join(processed, sh["file"])) != sh["size"]:
+            fail(f"shard {sh['file']} size differs from the manifest")
+    print(f"checked {len(m['graphs'])} graphs in {len(m['shards'])} shards against the sources")
+    if len(sys.argv) > 5:
+        other = load(sys.argv[5])
+        oshards = Shards(sys.argv[5])
+        ours = {(g["collection"], g["split"], g["name"]): g for g in m["graphs"]}
+        theirs = {(g["collection"], g["split"], g["name"]): g for g in other["graphs"]}
+        if ours.keys() != theirs.keys():
+            fail("the two outputs hold different graphs")
+        for key, mg in ours.items():
+            a, b = shards.graph(mg["shard"], mg["index"]), oshards.graph(theirs[key]["shard"], theirs[key]["index"])
+            for f in a:
+                if not np.array_equal(np.asarray(a[f]), np.asarray(b[f])):
+                    fail(f"{key}: field {f} differs between the two outputs")
+        if m["feature_transforms"] != other["feature_transforms"]:
+            fail("feature transforms differ between the two outputs")
+        print("both outputs hold identical graphs and transforms")
+
+
+if __name__ == "__main__":
+    main()

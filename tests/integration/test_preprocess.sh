@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# tpuperf-preprocess end to end on a generated tiny tree, checked against the sources by
+# an independent numpy implementation (check_processed.py):
+#   1 rank and 2 ranks give identical graphs; bad files are rejected (exit 3, named in
+#   rejected.txt) while every other file is processed; a rerun does nothing; a changed
+#   valid file redoes only its unit; a transform-only setting change rewrites no shard;
+#   runs killed mid-way (SIGKILL) leave the previous output intact and the next run
+#   finishes with the same result as an uninterrupted one.
+# Usage: test_preprocess.sh BIN_DIR SRC_DIR
+set -euo pipefail
+BIN=$1
+SRC=$2
+PY=/usr/bin/python3
+CHECK="$PY $SRC/tests/integration/check_processed.py"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi() { local np=$1; shift; mpirun --bind-to none -np "$np" "$@"; }
+step() { echo; echo "== $*"; }
+
+"$BIN/tpuperf-synth" --out "$work/gen" --scale tiny --seed 3 >/dev/null 2>&1
+RAW=$work/gen/npz
+
+cat > "$work/cfg.yaml" <<YAML
+data:
+  raw_dir: $RAW
+  processed_dir: $work/p2
+preprocess:
+  prune_hops: 1
+  folds: 2
+  shard_mb: 0.05
+YAML
+
+step "bad inputs beside good ones"
+$PY - "$RAW" <<'PY'
+import os, sys, numpy as np
+raw = sys.argv[1]
+d = os.path.join(raw, "layout/xla/random/train")
+good = sorted(f for f in os.listdir(d) if f.endswith(".npz"))[0]
+z = dict(np.load(os.path.join(d, good)))
+z["node_config_feat"] = z["node_config_feat"].copy()
+z["node_config_feat"].flat[0] = 9          # outside -1..5
+np.savez(os.path.join(d, "zzbad_value.npz"), **z)
+open(os.path.join(raw, "tile/xla/valid/zzempty.npz"), "wb").close()
+os.mkdir(os.path.join(raw, "tile/xla/train/zzdir.npz"))
+PY
+set +e
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run1.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 3 ] || { cat "$work/run1.log"; echo "expected exit 3 (rejected files), got $rc"; exit 1; }
+grep -q "zzbad_value.npz.*node_config_feat" "$work/p2/rejected.txt"
+grep -q "zzempty.npz" "$work/p2/rejected.txt"
+grep -q "zzdir.npz.*directory" "$work/p2/rejected.txt"
+[ "$(grep -vc '^#' "$work/p2/rejected.txt")" -eq 3 ] || { cat "$work/p2/rejected.txt"; exit 1; }
+grep -q "graphs, 1 rejected" "$work/run1.log"
+$CHECK "$RAW" "$work/p2" 1 2
+
+step "the bad files removed: the same graphs as with them"
+rm -rf "$RAW/layout/xla/random/train/zzbad_value.npz" "$RAW/tile/xla/valid/zzempty.npz" "$RAW/tile/xla/train/zzdir.npz"
+mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.processed_dir="$work/p1" > "$work/run_np1.log" 2>&1 \
+  || { cat "$work/run_np1.log"; exit 1; }
+[ "$(grep -vc '^#' "$work/p1/rejected.txt")" -eq 0 ]
+$CHECK "$RAW" "$work/p1" 1 2 "$work/p2"
+
+step "1 and 2 ranks agree (fresh 2-rank run without bad files)"
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run2.log" 2>&1 || { cat "$work/run2.log"; exit 1; }
+$CHECK "$RAW" "$work/p2" 1 2 "$work/p1"
+
+step "a rerun does nothing"
+before=$(stat -c %Y.%s "$work/p2/manifest.yaml"; ls -R "$work/p2" | md5sum)
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run3.log" 2>&1
+grep -q "nothing to do" "$work/run3.log" || { cat "$work/run3.log"; exit 1; }
+after=$(stat -c %Y.%s "$work/p2/manifest.yaml"; ls -R "$work/p2" | md5sum)
+[ "$before" = "$after" ] || { echo "rerun changed the output"; exit 1; }
+
+step "a changed valid file redoes only its unit"
+train_shards=$(ls "$work/p2/layout_nlp_default/train")
+$PY - "$RAW" <<'PY'
+import os, sys, numpy as np
+d = os.path.join(sys.argv[1], "layout/nlp/default/valid")
+f = os.path.join(d, sorted(os.listdir(d))[0])
+z = dict(np.load(f)); z["config_runtime"] = z["config_runtime"] + 7
+np.savez_compressed(f, **z)
+PY
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run4.log" 2>&1 || { cat "$work/run4.log"; exit 1; }
+grep -q "redo layout:nlp:default valid" "$work/run4.log" || { cat "$work/run4.log"; exit 1; }
+[ "$(grep -c "redo " "$work/run4.log")" -eq 1 ] || { grep "redo " "$work/run4.log"; echo "more than one unit redone"; exit 1; }
+[ "$(ls "$work/p2/layout_nlp_default/train")" = "$train_shards" ] || { echo "train shards were rewritten"; exit 1; }
+$CHECK "$RAW" "$work/p2" 1 2
+
+step "a transform-only setting refits without rewriting shards"
+shards_before=$(find "$work/p2" -name 'g*-r*.h5' | sort | md5sum)
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.log_columns=false > "$work/run5.log" 2>&1 \
+  || { cat "$work/run5.log"; exit 1; }
+grep -q "transform settings changed" "$work/run5.log"
+[ "$(find "$work/p2" -name 'g*-r*.h5' | sort | md5sum)" = "$shards_before" ] || { echo "shards were rewritten"; exit 1; }
+
+step "killed runs are recovered"
+cp -r "$work/p2" "$work/reference"   # an uninterrupted run's output (log_columns=false)
+for fault in preprocess.file_done:1 preprocess.file_done:5 preprocess.before_manifest preprocess.after_manifest; do
+  set +e
+  TPUPERF_FAULT=$fault mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.log_columns=false \
+    --force > "$work/kill.log" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || { cat "$work/kill.log"; echo "fault $fault did not kill the run"; exit 1; }
+  # Whatever the kill left, the manifest describes a complete output...
+  $CHECK "$RAW" "$work/p2" 1 2 > /dev/null
+  # ...and the next run finishes with the uninterrupted result.
+  mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.log_columns=false > "$work/rec.log" 2>&1 \
+    || { cat "$work/rec.log"; exit 1; }
+  $CHECK "$RAW" "$work/p2" 1 2 "$work/reference" > /dev/null
+  leftovers=$(find "$work/p2" -name '*.tmp*' | wc -l)
+  [ "$leftovers" -eq 0 ] || { echo "temporary files left after recovery"; exit 1; }
+  on_disk=$(find "$work/p2" -name 'g*-r*.h5' | wc -l)
+  listed=$($PY -c "import yaml,sys; print(len(yaml.safe_load(open(sys.argv[1]))['shards']))" "$work/p2/manifest.yaml")
+  [ "$on_disk" -eq "$listed" ] || { echo "unreferenced shards left: $on_disk on disk, $listed listed"; exit 1; }
+  echo "recovered after kill at $fault"
+done
+echo "PASS test_preprocess"
