@@ -149,19 +149,22 @@ std::string value_yaml(const Config::Value& v) {
 
 }  // namespace
 
-Config Config::load(const std::string& path, const std::vector<std::string>& overrides) {
+Config Config::from_text(const std::string& yaml, const std::string& source) {
   Config cfg;
   for (const auto& key : config_schema())
     cfg.values_[key.path] = convert(parse_yaml(key.default_yaml, "schema"), key);
-  if (!path.empty()) {
-    cfg.source_ = path;
-    try {
-      YAML::Node root = parse_yaml(read_text_file(path), path);
-      if (!root.IsNull()) apply_tree(root, "", cfg.values_);
-    } catch (Error& e) {
-      throw e.with_file(path);
-    }
+  cfg.source_ = source;
+  try {
+    YAML::Node root = parse_yaml(yaml, source);
+    if (!root.IsNull()) apply_tree(root, "", cfg.values_);
+  } catch (Error& e) {
+    throw e.with_file(source);
   }
+  return cfg;
+}
+
+Config Config::load(const std::string& path, const std::vector<std::string>& overrides) {
+  Config cfg = path.empty() ? from_text("", "") : from_text(read_text_file(path), path);
   for (const auto& o : overrides) {
     auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0)

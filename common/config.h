@@ -36,6 +36,9 @@ class Config {
   // Schema defaults, then the file (if path is non-empty), then the overrides
   // ("a.b=value" strings) in order. Throws Error naming the file and key path.
   static Config load(const std::string& path, const std::vector<std::string>& overrides);
+  // Schema defaults, then YAML text (e.g. the settings recorded in a manifest); `source`
+  // names it in errors.
+  static Config from_text(const std::string& yaml, const std::string& source);
   // --config FILE, --set k=v... and --log-level from a parsed command line.
   static Config from_cli(const Cli& cli);
 

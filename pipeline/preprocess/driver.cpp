@@ -18,32 +18,17 @@
 #include "common/progress.h"
 #include "common/shard.h"
 #include "common/tool_main.h"
+#include "pipeline/preprocess/convert.h"
 #include "pipeline/preprocess/merge.h"
 #include "pipeline/preprocess/folds.h"
 #include "pipeline/preprocess/plan.h"
 #include "pipeline/preprocess/settings.h"
-#include "pipeline/preprocess/transform_graph.h"
 
 namespace tpuperf {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// Shards hold re-padded but otherwise untransformed node features: the transform is
-// fitted after all ranks have seen the train split, and is applied when graphs are read
-// (trainer), exactly the same way for train, valid, test and new data.
-FeatureTransform identity_transform() {
-  FeatureTransform t;
-  for (int c = 0; c < kNodeFeatDim; ++c) {
-    t.kept_columns.push_back(c);
-    t.log1p.push_back(0);
-    t.mean.push_back(0.0);
-    t.stddev.push_back(1.0);
-  }
-  return t;
-}
-
 
 // The open shard of each (collection, split) on this rank. Valid and test shards are
 // closed as soon as they reach the target size; train shards stay open until the folds
@@ -150,17 +135,12 @@ class ShardSet {
 };
 
 // Loads, validates and converts one source file. Any tpuperf::Error here means the file
-// is bad: it is rejected and the run goes on.
+// is bad: it is rejected and the run goes on. Shards hold re-padded but untransformed node
+// features: the transform is fitted after all ranks have seen the train split and is
+// applied when graphs are read, the same way for train, valid, test and new data.
 ProcessedGraph convert(const SourceFile& src, const PreprocessSettings& s) {
   if (src.is_directory) throw Error("is a directory, not an .npz file", src.abs_path);
-  bool dedup = src.split != "test";  // test configs must keep their indices
-  FeatureTransform identity = identity_transform();
-  if (Collection::parse(src.collection).kind == Kind::Tile) {
-    TileGraph g = load_tile_graph(src.abs_path);
-    return to_processed(g, src.collection, src.split, kFoldTest, identity, s.dedup, dedup);
-  }
-  LayoutGraph g = load_layout_graph(src.abs_path);
-  return to_processed(g, src.collection, src.split, kFoldTest, identity, s.dedup, dedup, s.prune_hops);
+  return convert_source(src.abs_path, src.collection, src.split, kFoldTest, s);
 }
 
 int fold_of_split(const std::string& split) {

@@ -67,6 +67,19 @@ step "1 and 2 ranks agree (fresh 2-rank run without bad files)"
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run2.log" 2>&1 || { cat "$work/run2.log"; exit 1; }
 $CHECK "$RAW" "$work/p2" 1 2 "$work/p1"
 
+step "tpuperf-inspect reads shards and compares a stored graph with its source"
+shard=$(ls "$work/p2"/layout_nlp_random/train/*.h5 | head -1)
+"$BIN/tpuperf-inspect" "$shard" | grep -q "shard of layout:nlp:random train"
+name=$("$BIN/tpuperf-inspect" "$shard" | sed -n 2p | awk '{print $1}')
+"$BIN/tpuperf-inspect" "$shard" --graph "$name" --compare | grep -q "identical: every field matches"
+other=$(ls "$RAW"/layout/nlp/random/train/*.npz | grep -v "/$name.npz" | head -1)
+set +e
+"$BIN/tpuperf-inspect" "$shard" --graph "$name" --compare --source "$other" > "$work/cmp.txt"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && grep -q "DIFFERENT fields" "$work/cmp.txt" || { cat "$work/cmp.txt"; echo "compare missed a difference"; exit 1; }
+"$BIN/tpuperf-inspect" --json "$shard" | $PY -c "import json,sys; d=json.load(sys.stdin)['files'][0]; assert d['type']=='shard' and len(d['graphs'])>0, d"
+
 step "a rerun does nothing"
 before=$(stat -c %Y.%s "$work/p2/manifest.yaml"; ls -R "$work/p2" | md5sum)
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run3.log" 2>&1
