@@ -1,0 +1,99 @@
+// Ranking losses against values computed by hand from their definitions.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "trainer/losses.h"
+
+namespace tpuperf {
+namespace {
+
+torch::Tensor t2(std::vector<double> v, int64_t g, int64_t s) {
+  return torch::tensor(v, torch::kFloat64).view({g, s});
+}
+torch::Tensor mask2(std::vector<int> v, int64_t g, int64_t s) {
+  return torch::tensor(v, torch::kInt32).view({g, s}).to(torch::kBool);
+}
+
+class Losses : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+
+TEST_F(Losses, HingeHandComputed) {
+  // One graph, targets 1 < 2 < 3, scores (0.0, 0.5, 0.2), margin 1.
+  // Pairs (faster i, slower j): max(0, 1 - (s_j - s_i)):
+  //   (0,1): 1 - 0.5 = 0.5; (0,2): 1 - 0.2 = 0.8; (1,2): 1 - (0.2 - 0.5) = 1.3
+  // mean = 2.6 / 3.
+  const auto loss = pairwise_hinge_loss(t2({0.0, 0.5, 0.2}, 1, 3), t2({1, 2, 3}, 1, 3),
+                                        mask2({1, 1, 1}, 1, 3), 1.0);
+  EXPECT_NEAR(loss.item<double>(), 2.6 / 3, 1e-12);
+}
+
+TEST_F(Losses, HingeSkipsTiesPaddingAndPairlessGraphs) {
+  // Graph 0: targets (5, 5, 7), slot 2 padded -> only tied pair (0,1): no pairs, skipped.
+  // Graph 1: targets (3, 1, 2), scores (0, 0, 1), margin 0.5:
+  //   (1,0): 0.5 - (0 - 0) = 0.5; (1,2): 0.5 - (1 - 0) -> 0; (2,0): 0.5 - (0 - 1) = 1.5
+  //   mean = 2 / 3. Batch mean over graphs with pairs = 2 / 3.
+  const auto loss = pairwise_hinge_loss(t2({9, 9, 9, 0, 0, 1}, 2, 3), t2({5, 5, 7, 3, 1, 2}, 2, 3),
+                                        mask2({1, 1, 0, 1, 1, 1}, 2, 3), 0.5);
+  EXPECT_NEAR(loss.item<double>(), 2.0 / 3, 1e-12);
+  // No pairs at all: zero, not NaN.
+  const auto none = pairwise_hinge_loss(t2({1, 2}, 1, 2), t2({4, 4}, 1, 2), mask2({1, 1}, 1, 2), 1);
+  EXPECT_EQ(none.item<double>(), 0.0);
+}
+
+TEST_F(Losses, ListMLEHandComputed) {
+  // Targets (2, 1, 3): true order is slots 1, 0, 2. Utilities u = -s with s = (0.5, 0, 1):
+  // u in true order: (0, -0.5, -1).
+  // loss = [log(e^0 + e^-0.5 + e^-1) - 0] + [log(e^-0.5 + e^-1) + 0.5] + [(-1) - (-1)]
+  const double expected = std::log(1 + std::exp(-0.5) + std::exp(-1.0)) +
+                          std::log(std::exp(-0.5) + std::exp(-1.0)) + 0.5;
+  const auto loss =
+      listmle_loss(t2({0.5, 0, 1}, 1, 3), t2({2, 1, 3}, 1, 3), mask2({1, 1, 1}, 1, 3));
+  EXPECT_NEAR(loss.item<double>(), expected, 1e-12);
+}
+
+TEST_F(Losses, ListMLEIgnoresPaddingAndAveragesGraphs) {
+  // Graph 0: two real slots, targets (1, 2), scores (0, 0): log 2 + 0.
+  // Graph 1: real slot 1 only: 0. Padding scores are huge and must not matter.
+  const auto loss = listmle_loss(t2({0, 0, 1e3, -1e3, 0, 1e3}, 2, 3), t2({1, 2, 0, 0, 4, 0}, 2, 3),
+                                 mask2({1, 1, 0, 0, 1, 0}, 2, 3));
+  EXPECT_NEAR(loss.item<double>(), std::log(2.0) / 2, 1e-12);
+}
+
+TEST_F(Losses, LowWhenScoresFollowRuntimes) {
+  torch::manual_seed(0);
+  const auto target = torch::rand({4, 16}, torch::kFloat64) * 100;
+  const auto mask = torch::ones({4, 16}, torch::kBool);
+  // Scores ordered like the runtimes with gaps above the margin: hinge is exactly 0.
+  const auto ranks = target.argsort(/*dim=*/int64_t{1}).argsort(int64_t{1}).to(torch::kFloat64);
+  EXPECT_EQ(pairwise_hinge_loss(ranks, target, mask, 0.5).item<double>(), 0.0);
+  // ListMLE tends to 0 as the ordered scores spread out, and is large when reversed.
+  const double good = listmle_loss(ranks * 20, target, mask).item<double>();
+  const double bad = listmle_loss(-ranks * 20, target, mask).item<double>();
+  EXPECT_LT(good, 1e-6);
+  EXPECT_GT(bad, 100.0);
+  EXPECT_GT(pairwise_hinge_loss(-ranks, target, mask, 0.5).item<double>(), 1.0);
+}
+
+TEST_F(Losses, ByName) {
+  const auto s = t2({0.0, 0.5, 0.2}, 1, 3), t = t2({1, 2, 3}, 1, 3);
+  const auto m = mask2({1, 1, 1}, 1, 3);
+  LossOptions hinge;
+  hinge.name = "hinge";
+  hinge.margin = 1.0;
+  EXPECT_NEAR(ranking_loss(hinge, s, t, m).item<double>(), 2.6 / 3, 1e-12);
+  EXPECT_NEAR(ranking_loss(LossOptions{}, s, t, m).item<double>(),
+              listmle_loss(s, t, m).item<double>(), 1e-15);
+  LossOptions bad;
+  bad.name = "mse";
+  EXPECT_THROW(ranking_loss(bad, s, t, m), Error);
+  EXPECT_THROW(check_loss_name("ListMLE"), Error);
+  EXPECT_NO_THROW(check_loss_name("hinge"));
+}
+
+}  // namespace
+}  // namespace tpuperf

@@ -1,0 +1,63 @@
+// The tensor batch a model consumes: several graphs concatenated into one node set, and per
+// graph a "slate" of S configurations (the configs ranked against each other by the loss).
+// Graphs with fewer chosen configs than the widest slate are padded; config_mask says which
+// slots are real. Padded slots repeat the graph's first chosen config, so models compute
+// finite scores for them; losses and metrics ignore them.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/collection.h"
+#include "common/processed_graph.h"
+#include "trainer/graph_ops.h"
+
+namespace tpuperf {
+
+constexpr int64_t kNumOpcodes = 121;     // opcode ids 0..120
+constexpr int64_t kTileConfigFeat = 24;  // config_feat columns
+constexpr int64_t kLayoutValues = 18;    // layout values per configurable node
+constexpr int64_t kLayoutLevels = 7;     // values -1..5
+
+struct Batch {
+  Kind kind = Kind::Tile;
+  int64_t num_graphs = 0;             // G
+  int64_t slate = 0;                  // S
+  int64_t num_nodes = 0;              // N, over all graphs
+  std::vector<int64_t> node_offsets;  // G + 1: graph g owns nodes [off[g], off[g+1])
+
+  torch::Tensor node_feat;    // N x F float32, transformed features
+  torch::Tensor node_opcode;  // N int64
+  torch::Tensor node_graph;   // N int64: graph of each node
+  GraphEdges edges;           // global node ids
+
+  torch::Tensor config_index;  // G x S int64: config index in the source graph
+  torch::Tensor config_mask;   // G x S bool: real slot (not padding)
+  // G x S float64: what the ranking is about, lower = faster. Tile: runtime / normalizer;
+  // layout: runtime. Zero for padding and for unlabelled (test) graphs.
+  torch::Tensor target;
+
+  // tile
+  torch::Tensor config_feat;  // G x S x 24 float32, raw (models transform it)
+
+  // layout: M configurable nodes over all graphs
+  torch::Tensor config_node;  // M int64: global node id
+  // S x M x 18 int64: value v (-1..5) at position j encoded as j * 7 + (v + 1), i.e. an
+  // index into a (18 * 7)-row embedding table. Slot s of node m uses the config in slot s
+  // of m's graph.
+  torch::Tensor config_values;
+};
+
+// Builds a batch from graphs and, per graph, the config indices of its slate (at least one
+// each, all in range). Layout values are decoded with unpack_layout_values. Throws Error
+// naming the graph on inconsistent records.
+Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
+                 const std::vector<std::vector<int64_t>>& configs);
+
+// The batch with its floating-point inputs (node_feat, config_feat) cast to dtype, e.g.
+// torch::kFloat64 for gradient checks; target stays float64.
+Batch batch_to_dtype(const Batch& batch, torch::ScalarType dtype);
+
+}  // namespace tpuperf

@@ -1,0 +1,136 @@
+#include "trainer/models.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+
+namespace tpuperf {
+
+namespace F = torch::nn::functional;
+
+namespace {
+
+std::vector<SageBlock> make_blocks(torch::nn::Module& owner, const ModelOptions& opts) {
+  std::vector<SageBlock> blocks;
+  for (int64_t i = 0; i < opts.layers; ++i)
+    blocks.push_back(
+        owner.register_module("sage" + std::to_string(i), SageBlock(opts.hidden, opts.dropout)));
+  return blocks;
+}
+
+// Config features are bounds, sums and products of bounds (up to ~1e6): compress the
+// range the same way the pipeline treats heavy-tailed node columns.
+torch::Tensor signed_log1p(const torch::Tensor& x) {
+  return torch::sign(x) * torch::log1p(x.abs());
+}
+
+}  // namespace
+
+SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout)
+    : linear(register_module("linear", torch::nn::Linear(3 * hidden, hidden))),
+      norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
+      drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+
+torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const GraphEdges& edges) {
+  const auto msg =
+      torch::cat({x, aggregate_from_producers(x, edges), aggregate_from_consumers(x, edges)}, -1);
+  return norm(x + drop(F::gelu(linear(msg))));
+}
+
+NodeEncoderImpl::NodeEncoderImpl(int64_t num_node_feat, const ModelOptions& opts)
+    : opcode(register_module("opcode", torch::nn::Embedding(kNumOpcodes, opts.opcode_dim))),
+      in(register_module("in", torch::nn::Linear(num_node_feat + opts.opcode_dim, opts.hidden))),
+      out(register_module("out", torch::nn::Linear(opts.hidden, opts.hidden))) {}
+
+torch::Tensor NodeEncoderImpl::forward(const torch::Tensor& node_feat,
+                                       const torch::Tensor& node_opcode) {
+  return out(F::gelu(in(torch::cat({node_feat, opcode(node_opcode)}, -1))));
+}
+
+ConfigAttentionImpl::ConfigAttentionImpl(int64_t hidden, int64_t heads_)
+    : heads(heads_),
+      qkv(register_module("qkv", torch::nn::Linear(hidden, 3 * hidden))),
+      proj(register_module("proj", torch::nn::Linear(hidden, hidden))),
+      norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))) {
+  if (heads < 1 || hidden % heads != 0)
+    throw Error("attention heads (" + std::to_string(heads) + ") must divide hidden (" +
+                std::to_string(hidden) + ")");
+}
+
+torch::Tensor ConfigAttentionImpl::forward(const torch::Tensor& z, const torch::Tensor& mask) {
+  const int64_t G = z.size(0), S = z.size(1), H = z.size(2), d = H / heads;
+  // G x S x 3H -> 3 x G x heads x S x d
+  const auto parts = qkv(z).view({G, S, 3, heads, d}).permute({2, 0, 3, 1, 4});
+  const auto q = parts[0], k = parts[1], v = parts[2];
+  auto logits = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(d));
+  // Padded slots are never attended to; every graph has a real slot 0, so no row is empty.
+  logits = logits.masked_fill(mask.logical_not().view({G, 1, 1, S}),
+                              -std::numeric_limits<double>::infinity());
+  const auto mixed = torch::matmul(torch::softmax(logits, -1), v);  // G x heads x S x d
+  return norm(z + proj(mixed.permute({0, 2, 1, 3}).reshape({G, S, H})));
+}
+
+ReadoutImpl::ReadoutImpl(const ModelOptions& opts)
+    : pool_proj(register_module("pool_proj", torch::nn::Linear(2 * opts.hidden, opts.hidden))),
+      hidden(register_module("hidden", torch::nn::Linear(opts.hidden, opts.hidden))),
+      score(register_module("score", torch::nn::Linear(opts.hidden, 1))),
+      drop(register_module("drop", torch::nn::Dropout(opts.dropout))) {
+  if (opts.attention_heads > 0)
+    attention = register_module("attention", ConfigAttention(opts.hidden, opts.attention_heads));
+}
+
+torch::Tensor ReadoutImpl::forward(const torch::Tensor& x, const Batch& batch) {
+  const int64_t G = batch.num_graphs;
+  const auto pooled =
+      torch::cat({segment_mean(x, batch.node_graph, G), segment_max(x, batch.node_graph, G)},
+                 -1);                                   // S x G x 2H
+  auto z = F::gelu(pool_proj(pooled.transpose(0, 1)));  // G x S x H
+  if (!attention.is_empty()) z = attention(z, batch.config_mask);
+  return score(drop(F::gelu(hidden(z)))).squeeze(-1);  // G x S
+}
+
+TileModelImpl::TileModelImpl(int64_t num_node_feat, const ModelOptions& opts)
+    : encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
+      config_in(register_module("config_in", torch::nn::Linear(kTileConfigFeat, opts.hidden))),
+      config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
+      blocks(make_blocks(*this, opts)),
+      readout(register_module("readout", Readout(opts))) {}
+
+torch::Tensor TileModelImpl::forward(const Batch& batch) {
+  const auto base = encoder(batch.node_feat, batch.node_opcode);  // N x H, config-free
+  const auto cfg = config_out(F::gelu(config_in(signed_log1p(batch.config_feat))));  // G x S x H
+  // Early join: every node of graph g in slot s gets the projection of that slot's config.
+  auto x = base.unsqueeze(0) + cfg.transpose(0, 1).index_select(1, batch.node_graph);
+  for (auto& block : blocks) x = block(x, batch.edges);
+  return readout(x, batch);
+}
+
+LayoutModelImpl::LayoutModelImpl(int64_t num_node_feat, const ModelOptions& opts)
+    : encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
+      config_embed(register_module(
+          "config_embed", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(
+                                                      kLayoutValues * kLayoutLevels, opts.hidden)
+                                                      .mode(torch::kSum)))),
+      config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
+      blocks(make_blocks(*this, opts)),
+      readout(register_module("readout", Readout(opts))) {}
+
+torch::Tensor LayoutModelImpl::forward(const Batch& batch) {
+  const auto base = encoder(batch.node_feat, batch.node_opcode);  // N x H, config-free
+  const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
+  auto x = base.unsqueeze(0).expand({S, base.size(0), H});
+  if (M > 0) {
+    const auto cfg =
+        config_out(F::gelu(config_embed(batch.config_values.view({S * M, kLayoutValues}))))
+            .view({S, M, H});
+    x = x.index_add(1, batch.config_node, cfg);
+  } else {
+    x = x.contiguous();
+  }
+  for (auto& block : blocks) x = block(x, batch.edges);
+  return readout(x, batch);
+}
+
+}  // namespace tpuperf
