@@ -1,0 +1,40 @@
+// submission.csv in the competition's format:
+//   ID,TopConfigs
+//   layout:nlp:random:0a1b...,3;0;2;1;...     (layout: a full permutation, best first)
+//   tile:xla:3ba8...,12;4;7;0;33               (tile: the 5 best, best first)
+// Rows sorted by ID.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trainer/eval/predictions.h"
+
+namespace tpuperf {
+
+constexpr int kTileTopConfigs = 5;
+
+// ID -> predicted config indices, best first.
+using Submission = std::map<std::string, std::vector<int64_t>>;
+
+// The TopConfigs of one graph from its scores (ascending score, ties by config index):
+// tile: the first kTileTopConfigs (all when fewer); layout: every config, which requires
+// the scores to cover exactly the configs 0..c-1 (Error naming the graph otherwise).
+std::vector<int64_t> top_configs(const GraphScores& g);
+
+// Rows for the records whose split is "test" (others are ignored, so the ensembled valid
+// and test scores can be passed together). Throws Error on an unknown collection or a
+// graph given twice.
+Submission make_submission(const std::vector<GraphScores>& scores);
+std::string format_submission(const Submission& submission);
+// make_submission + format_submission, written atomically.
+void write_submission(const std::string& path, const std::vector<GraphScores>& scores);
+
+// Parses a submission; errors name the file, the line number and what is wrong (bad
+// header, missing field, bad or repeated config index, repeated ID).
+Submission parse_submission(const std::string& text, const std::string& path);
+Submission read_submission(const std::string& path);
+
+}  // namespace tpuperf
