@@ -1,0 +1,90 @@
+// tpuperf-synth: writes a synthetic raw tree in exactly the real TpuGraphs format (the
+// real data set cannot be downloaded everywhere), so every stage runs on real-format files.
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <thread>
+
+#include "common/cli.h"
+#include "common/collection.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/tool_main.h"
+#include "pipeline/synth/synth.h"
+
+namespace {
+
+uint64_t parse_u64(const std::string& option, const std::string& value) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || value[0] == '-')
+    throw tpuperf::Error("--" + option + " expects a non-negative integer, got '" + value + "'");
+  return v;
+}
+
+std::vector<tpuperf::Collection> parse_collections(const std::string& list) {
+  std::vector<tpuperf::Collection> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string id =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!id.empty()) out.push_back(tpuperf::Collection::parse(id));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) throw tpuperf::Error("--collections names no collection");
+  return out;
+}
+
+int synth_main(int argc, char** argv) {
+  tpuperf::Cli cli("tpuperf-synth",
+                   "Writes a synthetic data set in exactly the TpuGraphs release format:\n"
+                   "DIR/npz/tile/xla/{train,valid,test}/*.npz,\n"
+                   "DIR/npz/layout/{xla,nlp}/{random,default}/{train,valid,test}/*.npz,\n"
+                   "and the hidden test runtimes under DIR/truth/ (same tree).\n"
+                   "Runtimes come from an analytic TPU cost model (pipeline/synth/simulator.h).");
+  cli.option("out", "DIR", "output root (created if missing; existing files are overwritten)")
+      .option("seed", "N",
+              "random seed; the same seed and scale give byte-identical files (default 1)")
+      .option("scale", "SCALE",
+              "tiny (tests, seconds), small (the demo, under a minute) or bench (real sizes, "
+              "~minutes, GBs); default small")
+      .option("collections", "LIST",
+              "comma-separated collection ids (default all: tile:xla,layout:xla:random,"
+              "layout:xla:default,layout:nlp:random,layout:nlp:default)")
+      .option("threads", "N", "worker threads (default: the machine's cores)")
+      .option("log-level", "LEVEL", "trace, debug, info, warn, error")
+      .epilog(
+          "example:\n  tpuperf-synth --out /tmp/tpugraphs --scale tiny --seed 7\n\n"
+          "exit codes: 0 ok, 2 error");
+  cli.parse(argc, argv);
+  if (cli.has("log-level")) tpuperf::set_log_level(cli.get("log-level"));
+  tpuperf::synth::SynthOptions o;
+  o.out_dir = cli.get("out");
+  if (o.out_dir.empty()) throw tpuperf::Error("missing --out DIR (see tpuperf-synth --help)");
+  o.seed = parse_u64("seed", cli.get("seed", "1"));
+  o.scale = cli.get("scale", "small");
+  if (cli.has("collections")) o.collections = parse_collections(cli.get("collections"));
+  unsigned hw = std::thread::hardware_concurrency();
+  o.threads = static_cast<int>(cli.has("threads") ? parse_u64("threads", cli.get("threads"))
+                                                  : (hw ? hw : 1));
+  if (o.threads < 1) throw tpuperf::Error("--threads must be at least 1");
+  spdlog::info("writing the {} tree (seed {}) to {} with {} threads", o.scale, o.seed, o.out_dir,
+               o.threads);
+  auto stats = tpuperf::synth::generate_tree(o);
+  spdlog::info("done: {} files, {:.1f} MB, {:.1f} s", stats.files,
+               static_cast<double>(stats.bytes) / 1e6, stats.seconds);
+  return tpuperf::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tpuperf::run_tool("tpuperf-synth", argc, argv, synth_main);
+}
