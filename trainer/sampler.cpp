@@ -1,0 +1,176 @@
+#include "trainer/sampler.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
+#include "common/error.h"
+#include "common/metrics.h"
+
+namespace tpuperf {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Chains values into one well-mixed key; order matters.
+uint64_t mix(uint64_t key, uint64_t value) { return splitmix64(key ^ splitmix64(value)); }
+
+// Domain tags keep permutation and slate streams apart even for equal numbers.
+constexpr uint64_t kPermutationTag = 0x7065726dULL;  // "perm"
+constexpr uint64_t kSlateTag = 0x736c6174ULL;        // "slat"
+
+class Rng {
+ public:
+  explicit Rng(uint64_t key) : state_(key) {}
+  uint64_t next() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n), n >= 1: rejection of the top partial range keeps it unbiased.
+  uint64_t below(uint64_t n) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x = next();
+    while (x >= limit) x = next();
+    return x % n;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t step_key(const SamplerOptions& o, int64_t epoch, uint64_t tag) {
+  uint64_t k = mix(o.seed, tag);
+  k = mix(k, static_cast<uint64_t>(static_cast<int64_t>(o.fold)));
+  return mix(k, static_cast<uint64_t>(epoch));
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> share_of(int64_t n, int part, int parts) {
+  if (parts < 1 || part < 0 || part >= parts || n < 0)
+    throw Error("share_of: part " + std::to_string(part) + " of " + std::to_string(parts) +
+                " of " + std::to_string(n));
+  const int64_t base = n / parts, extra = n % parts;
+  const int64_t first = part * base + std::min<int64_t>(part, extra);
+  return {first, first + base + (part < extra ? 1 : 0)};
+}
+
+std::vector<int64_t> sample_without_replacement(int64_t n, int64_t k, uint64_t key) {
+  if (n < 0 || k < 0) throw Error("sample_without_replacement: negative count");
+  std::vector<int64_t> out;
+  if (n <= k) {
+    out.resize(static_cast<size_t>(n));
+    std::iota(out.begin(), out.end(), int64_t{0});
+    return out;
+  }
+  // Floyd: for j = n-k..n-1 pick t in [0, j]; take t, or j if t is taken already.
+  Rng rng(key);
+  std::unordered_set<int64_t> taken;
+  taken.reserve(static_cast<size_t>(2 * k));
+  out.reserve(static_cast<size_t>(k));
+  for (int64_t j = n - k; j < n; ++j) {
+    const auto t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
+    const int64_t pick = taken.count(t) ? j : t;
+    taken.insert(pick);
+    out.push_back(pick);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+SlateSampler::SlateSampler(std::vector<int64_t> num_configs, const SamplerOptions& options)
+    : num_configs_(std::move(num_configs)), options_(options) {
+  if (num_configs_.empty()) throw Error("slate sampler: no train graphs");
+  if (options_.graphs_per_step < 1 || options_.slate < 1)
+    throw Error("slate sampler: graphs_per_step and slate must be >= 1");
+  for (size_t g = 0; g < num_configs_.size(); ++g)
+    if (num_configs_[g] < 1)
+      throw Error("slate sampler: train graph " + std::to_string(g) + " has no configs");
+}
+
+int64_t SlateSampler::steps_per_pass() const {
+  return (num_graphs() + options_.graphs_per_step - 1) / options_.graphs_per_step;
+}
+
+const std::vector<int64_t>& SlateSampler::permutation(int64_t epoch, int64_t cycle) const {
+  if (epoch == cached_epoch_ && cycle == cached_cycle_) return cached_perm_;
+  std::vector<int64_t> perm(num_configs_.size());
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  Rng rng(mix(step_key(options_, epoch, kPermutationTag), static_cast<uint64_t>(cycle)));
+  for (size_t i = perm.size(); i > 1; --i)
+    std::swap(perm[i - 1], perm[static_cast<size_t>(rng.below(i))]);
+  cached_perm_ = std::move(perm);
+  cached_epoch_ = epoch;
+  cached_cycle_ = cycle;
+  return cached_perm_;
+}
+
+int64_t SlateSampler::graph_at(int64_t epoch, int64_t position) const {
+  if (epoch < 0 || position < 0) throw Error("slate sampler: negative epoch or position");
+  const int64_t n = num_graphs();
+  return permutation(epoch, position / n)[static_cast<size_t>(position % n)];
+}
+
+std::vector<int64_t> SlateSampler::slate_at(int64_t epoch, int64_t position, int64_t graph) const {
+  if (graph < 0 || graph >= num_graphs())
+    throw Error("slate sampler: graph " + std::to_string(graph) + " out of range");
+  const uint64_t key = mix(step_key(options_, epoch, kSlateTag), static_cast<uint64_t>(position));
+  return sample_without_replacement(num_configs_[static_cast<size_t>(graph)], options_.slate,
+                                    key);
+}
+
+std::vector<SlateDraw> SlateSampler::draw(int64_t epoch, int64_t step, int rank,
+                                          int group_size) const {
+  if (step < 0) throw Error("slate sampler: negative step");
+  const auto [first, last] = share_of(options_.graphs_per_step, rank, group_size);
+  std::vector<SlateDraw> out;
+  out.reserve(static_cast<size_t>(last - first));
+  for (int64_t j = first; j < last; ++j) {
+    SlateDraw d;
+    d.position = step * options_.graphs_per_step + j;
+    d.graph = graph_at(epoch, d.position);
+    d.configs = slate_at(epoch, d.position, d.graph);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<EvalGraphPlan> make_eval_plans(Kind kind, const std::vector<int64_t>& num_configs,
+                                           const std::vector<std::string>& keys,
+                                           int64_t eval_max_configs, int64_t max_chunk,
+                                           uint64_t seed) {
+  if (num_configs.size() != keys.size())
+    throw Error("eval plans: " + std::to_string(num_configs.size()) + " config counts but " +
+                std::to_string(keys.size()) + " keys");
+  if (max_chunk < 1) throw Error("eval plans: chunk size must be >= 1");
+  std::vector<EvalGraphPlan> plans(num_configs.size());
+  for (size_t g = 0; g < num_configs.size(); ++g) {
+    EvalGraphPlan& p = plans[g];
+    p.graph = static_cast<int64_t>(g);
+    p.key = keys[g];
+    const int64_t n = num_configs[g];
+    if (kind == Kind::Layout) {
+      p.configs = sample_eval_configs(n, eval_max_configs, seed, p.key);
+    } else {
+      p.configs.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+      std::iota(p.configs.begin(), p.configs.end(), int64_t{0});
+    }
+    for (size_t at = 0; at < p.configs.size(); at += static_cast<size_t>(max_chunk)) {
+      const size_t end = std::min(p.configs.size(), at + static_cast<size_t>(max_chunk));
+      p.chunks.emplace_back(p.configs.begin() + static_cast<std::ptrdiff_t>(at),
+                            p.configs.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+  }
+  return plans;
+}
+
+}  // namespace tpuperf

@@ -1,0 +1,95 @@
+// Which graphs and configs a trainer rank looks at: training slates and evaluation plans.
+//
+// Everything is a pure function of (seed, fold, epoch, step) and the graphs' config
+// counts: no RNG state is carried from one step to the next, so a run resumed at step t
+// draws exactly the slates the uninterrupted run would have drawn, and the draws of a step
+// do not depend on how many ranks share it (the union over a group's ranks is the same
+// for any group size). Own PRNG (splitmix64), no std:: distributions: the same draws on
+// every platform.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/collection.h"
+
+namespace tpuperf {
+
+// Part `part` of `parts` of n items as a contiguous range [first, last): the parts differ
+// in size by at most one, earlier parts are the larger ones.
+std::pair<int64_t, int64_t> share_of(int64_t n, int part, int parts);
+
+// k distinct values of [0, n), ascending, a uniform random subset determined by `key`;
+// all of [0, n) when n <= k. O(k) time and memory (Floyd's algorithm), whatever n.
+std::vector<int64_t> sample_without_replacement(int64_t n, int64_t k, uint64_t key);
+
+struct SamplerOptions {
+  uint64_t seed = 0;
+  int fold = 0;
+  int64_t graphs_per_step = 8;  // over the whole fold group
+  int64_t slate = 16;           // configs per graph (train.tile_slate / train.layout_slate)
+};
+
+// One graph of a step and its slate.
+struct SlateDraw {
+  int64_t graph = 0;             // index into the train set (e.g. a GraphSet)
+  int64_t position = 0;          // position in the epoch's graph stream
+  std::vector<int64_t> configs;  // ascending, distinct, min(slate, num_configs) of them
+};
+
+// An epoch visits the train graphs as a stream: a permutation seeded by (seed, fold,
+// epoch), followed by fresh permutations (cycle 1, 2, ...) when an epoch has more steps
+// than one pass needs. Step t covers stream positions [t * G, (t + 1) * G), G =
+// graphs_per_step, and rank r of a group of P takes share_of(G, r, P) of them. Within one
+// pass no graph appears twice, so the ranks of a step draw disjoint graphs whenever G is
+// at most the number of graphs and the step does not straddle two passes.
+//
+// Ranks get G / P or G / P + 1 graphs (none when P > G): weight each graph's loss by
+// P / G before the averaging all-reduce so that the step's gradient is the mean over its
+// G graphs.
+class SlateSampler {
+ public:
+  // num_configs: per train graph, in the train set's order; every count must be >= 1.
+  SlateSampler(std::vector<int64_t> num_configs, const SamplerOptions& options);
+
+  int64_t num_graphs() const { return static_cast<int64_t>(num_configs_.size()); }
+  const SamplerOptions& options() const { return options_; }
+  // Steps of one pass over the graphs: ceil(num_graphs / graphs_per_step).
+  int64_t steps_per_pass() const;
+
+  // This rank's graphs of a step, in stream order, each with its slate.
+  std::vector<SlateDraw> draw(int64_t epoch, int64_t step, int rank, int group_size) const;
+  // Graph at a stream position of an epoch.
+  int64_t graph_at(int64_t epoch, int64_t position) const;
+  // Slate of the graph at a stream position: depends on the position too, so a graph seen
+  // twice in an epoch gets two different slates.
+  std::vector<int64_t> slate_at(int64_t epoch, int64_t position, int64_t graph) const;
+
+ private:
+  const std::vector<int64_t>& permutation(int64_t epoch, int64_t cycle) const;
+
+  std::vector<int64_t> num_configs_;
+  SamplerOptions options_;
+  // Cache of the last permutation built: speed only, never affects a draw.
+  mutable int64_t cached_epoch_ = -1, cached_cycle_ = -1;
+  mutable std::vector<int64_t> cached_perm_;
+};
+
+// The configs scored for one evaluation graph, in scoring chunks.
+struct EvalGraphPlan {
+  int64_t graph = 0;                          // index into the evaluated set
+  std::string key;                            // the graph's submission id
+  std::vector<int64_t> configs;               // ascending
+  std::vector<std::vector<int64_t>> chunks;   // configs in order, at most max_chunk each
+};
+
+// Tile: every config. Layout: sample_eval_configs(num_configs, eval_max_configs, seed,
+// key), the same subset on every epoch, fold and rank. num_configs and keys are per graph.
+std::vector<EvalGraphPlan> make_eval_plans(Kind kind, const std::vector<int64_t>& num_configs,
+                                           const std::vector<std::string>& keys,
+                                           int64_t eval_max_configs, int64_t max_chunk,
+                                           uint64_t seed);
+
+}  // namespace tpuperf
