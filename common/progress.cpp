@@ -1,5 +1,7 @@
 #include "common/progress.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 
 #include "common/log.h"
@@ -17,6 +19,12 @@ std::string format_duration(double seconds) {
   else
     std::snprintf(buf, sizeof buf, "%lds", s);
   return buf;
+}
+
+double peak_rss_mb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // Linux reports kilobytes
 }
 
 Progress::Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s)

@@ -34,4 +34,7 @@ class Progress {
 // "1h02m", "3m05s", "42s"
 std::string format_duration(double seconds);
 
+// Peak resident memory of this process so far, in MB (getrusage).
+double peak_rss_mb();
+
 }  // namespace tpuperf

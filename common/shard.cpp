@@ -326,7 +326,7 @@ struct ShardWriter::Impl {
   Column node_opcode{"node_opcode", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, 1, 1};
   Column edge_index{"edge_index", H5T_STD_I32LE, H5T_NATIVE_INT32, 4, 2, 2};
   Column config_runtime{"config_runtime", H5T_STD_I64LE, H5T_NATIVE_INT64, 8, 1, 1};
-  Column config_feat{"config_feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, 2, kTileConfigFeat};
+  Column config_feat{"config_feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, 2, kTileConfigDim};
   Column normalizers{"config_runtime_normalizers", H5T_STD_I64LE, H5T_NATIVE_INT64, 8, 1, 1};
   Column node_config_ids{"node_config_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, 4, 1, 1};
   Column node_config_packed{"node_config_packed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 8, 1, 1};
@@ -371,7 +371,7 @@ void ShardWriter::Impl::check_graph(const ProcessedGraph& g) const {
   const int64_t c = g.num_configs();
   const int64_t nc = static_cast<int64_t>(g.node_config_ids.size());
   if (tile) {
-    size_is(g.config_feat.size(), c * kTileConfigFeat, "config_feat", "num_configs x 24");
+    size_is(g.config_feat.size(), c * kTileConfigDim, "config_feat", "num_configs x 24");
     size_is(g.config_runtime_normalizers.size(), c, "config_runtime_normalizers", "num_configs");
     size_is(g.node_config_ids.size() + g.node_config_packed.size() + g.node_splits.size(), 0,
             "layout fields", "a tile graph has none");
@@ -391,7 +391,7 @@ void ShardWriter::Impl::append_rows(const ProcessedGraph& g) {
   node_opcode.append(t, g.node_opcode.data(), g.num_nodes);
   edge_index.append(t, g.edge_index.data(), g.num_edges());
   config_runtime.append(t, g.config_runtime.data(), g.num_configs());
-  config_feat.append(t, g.config_feat.data(), g.config_feat.size() / kTileConfigFeat);
+  config_feat.append(t, g.config_feat.data(), g.config_feat.size() / kTileConfigDim);
   normalizers.append(t, g.config_runtime_normalizers.data(), g.config_runtime_normalizers.size());
   node_config_ids.append(t, g.node_config_ids.data(), g.node_config_ids.size());
   node_config_packed.append(t, g.node_config_packed.data(), g.node_config_packed.size());
@@ -915,7 +915,7 @@ ProcessedGraph ShardReader::read(int64_t i) const {
     const ShardGraphInfo& f = m.infos[i];
     if (m.tile) {
       m.read_range("config_feat", H5T_NATIVE_FLOAT, m.config_off[i], f.num_configs,
-                   kTileConfigFeat, g.config_feat);
+                   kTileConfigDim, g.config_feat);
       m.read_range("config_runtime_normalizers", H5T_NATIVE_INT64, m.config_off[i], f.num_configs,
                    1, g.config_runtime_normalizers);
     } else {
@@ -961,7 +961,7 @@ ConfigRows ShardReader::read_configs(int64_t i, const std::vector<int64_t>& conf
   try {
     m.read_runs("config_runtime", H5T_NATIVE_INT64, shifted(m.config_off[i], 1), runtime.data());
     if (m.tile) {
-      feat.resize(u * kTileConfigFeat);
+      feat.resize(u * kTileConfigDim);
       norm.resize(u);
       m.read_runs("config_feat", H5T_NATIVE_FLOAT, shifted(m.config_off[i], 1), feat.data());
       m.read_runs("config_runtime_normalizers", H5T_NATIVE_INT64, shifted(m.config_off[i], 1),
@@ -980,8 +980,8 @@ ConfigRows ShardReader::read_configs(int64_t i, const std::vector<int64_t>& conf
     const size_t j = std::lower_bound(wanted.begin(), wanted.end(), c) - wanted.begin();
     out.config_runtime.push_back(runtime[j]);
     if (m.tile) {
-      out.config_feat.insert(out.config_feat.end(), feat.begin() + j * kTileConfigFeat,
-                             feat.begin() + (j + 1) * kTileConfigFeat);
+      out.config_feat.insert(out.config_feat.end(), feat.begin() + j * kTileConfigDim,
+                             feat.begin() + (j + 1) * kTileConfigDim);
       out.config_runtime_normalizers.push_back(norm[j]);
     } else {
       out.node_config_packed.insert(out.node_config_packed.end(), packed.begin() + j * nc,

@@ -30,12 +30,12 @@
 #include <string>
 #include <vector>
 
+#include "common/graph.h"
 #include "common/processed_graph.h"
 
 namespace tpuperf {
 
 constexpr int kShardSchemaVersion = 1;
-constexpr int kTileConfigFeat = 24;  // columns of config_feat
 
 // What a shard knows about one graph without reading its rows.
 struct ShardGraphInfo {

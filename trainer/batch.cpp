@@ -30,7 +30,7 @@ void check_graph(Kind kind, const ProcessedGraph& g, int64_t num_feat,
     if (k < 0 || k >= c)
       fail("config " + std::to_string(k) + " out of range [0, " + std::to_string(c) + ")");
   if (kind == Kind::Tile) {
-    if (static_cast<int64_t>(g.config_feat.size()) != c * kTileConfigFeat)
+    if (static_cast<int64_t>(g.config_feat.size()) != c * kTileConfigDim)
       fail("config_feat size != num_configs x 24");
     if (static_cast<int64_t>(g.config_runtime_normalizers.size()) != c)
       fail("config_runtime_normalizers size != num_configs");
@@ -120,15 +120,15 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
 
   if (kind == Kind::Tile) {
     std::vector<float> cf;
-    cf.reserve(static_cast<size_t>(G * S * kTileConfigFeat));
+    cf.reserve(static_cast<size_t>(G * S * kTileConfigDim));
     for (int64_t g = 0; g < G; ++g) {
       const auto& src = graphs[static_cast<size_t>(g)]->config_feat;
       for (int64_t s = 0; s < S; ++s) {
-        const auto row = src.begin() + index[static_cast<size_t>(g * S + s)] * kTileConfigFeat;
-        cf.insert(cf.end(), row, row + kTileConfigFeat);
+        const auto row = src.begin() + index[static_cast<size_t>(g * S + s)] * kTileConfigDim;
+        cf.insert(cf.end(), row, row + kTileConfigDim);
       }
     }
-    b.config_feat = to_tensor(cf, {G, S, kTileConfigFeat}, torch::kFloat32);
+    b.config_feat = to_tensor(cf, {G, S, kTileConfigDim}, torch::kFloat32);
     return b;
   }
 
@@ -138,8 +138,8 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
       config_node.push_back(b.node_offsets[static_cast<size_t>(g)] + id);
   const auto M = static_cast<int64_t>(config_node.size());
   std::vector<int64_t> values;
-  values.reserve(static_cast<size_t>(S * M * kLayoutValues));
-  int8_t decoded[kLayoutValues];
+  values.reserve(static_cast<size_t>(S * M * kLayoutConfigDim));
+  int8_t decoded[kLayoutConfigDim];
   for (int64_t s = 0; s < S; ++s) {
     for (int64_t g = 0; g < G; ++g) {
       const ProcessedGraph& pg = *graphs[static_cast<size_t>(g)];
@@ -147,13 +147,13 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
       const int64_t k = index[static_cast<size_t>(g * S + s)];
       for (int64_t m = 0; m < nc; ++m) {
         unpack_layout_values(pg.node_config_packed[static_cast<size_t>(k * nc + m)], decoded);
-        for (int64_t j = 0; j < kLayoutValues; ++j)
+        for (int64_t j = 0; j < kLayoutConfigDim; ++j)
           values.push_back(j * kLayoutLevels + decoded[j] + 1);
       }
     }
   }
   b.config_node = to_tensor(config_node, {M}, torch::kInt64);
-  b.config_values = to_tensor(values, {S, M, kLayoutValues}, torch::kInt64);
+  b.config_values = to_tensor(values, {S, M, kLayoutConfigDim}, torch::kInt64);
   return b;
 }
 

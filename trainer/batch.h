@@ -11,14 +11,12 @@
 #include <vector>
 
 #include "common/collection.h"
+#include "common/graph.h"
 #include "common/processed_graph.h"
 #include "trainer/graph_ops.h"
 
 namespace tpuperf {
 
-constexpr int64_t kNumOpcodes = 121;     // opcode ids 0..120
-constexpr int64_t kTileConfigFeat = 24;  // config_feat columns
-constexpr int64_t kLayoutValues = 18;    // layout values per configurable node
 constexpr int64_t kLayoutLevels = 7;     // values -1..5
 
 struct Batch {

@@ -41,7 +41,7 @@ torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const GraphEdges& e
 
 NodeEncoderImpl::NodeEncoderImpl(int64_t num_node_feat, const ModelOptions& opts)
     : opcode(register_module("opcode", torch::nn::Embedding(kNumOpcodes, opts.opcode_dim))),
-      in(register_module("in", torch::nn::Linear(num_node_feat + opts.opcode_dim, opts.hidden))),
+      in(register_module("input", torch::nn::Linear(num_node_feat + opts.opcode_dim, opts.hidden))),
       out(register_module("out", torch::nn::Linear(opts.hidden, opts.hidden))) {}
 
 torch::Tensor NodeEncoderImpl::forward(const torch::Tensor& node_feat,
@@ -93,7 +93,7 @@ torch::Tensor ReadoutImpl::forward(const torch::Tensor& x, const Batch& batch) {
 
 TileModelImpl::TileModelImpl(int64_t num_node_feat, const ModelOptions& opts)
     : encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
-      config_in(register_module("config_in", torch::nn::Linear(kTileConfigFeat, opts.hidden))),
+      config_in(register_module("config_in", torch::nn::Linear(kTileConfigDim, opts.hidden))),
       config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
       blocks(make_blocks(*this, opts)),
       readout(register_module("readout", Readout(opts))) {}
@@ -111,7 +111,7 @@ LayoutModelImpl::LayoutModelImpl(int64_t num_node_feat, const ModelOptions& opts
     : encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
       config_embed(register_module(
           "config_embed", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(
-                                                      kLayoutValues * kLayoutLevels, opts.hidden)
+                                                      kLayoutConfigDim * kLayoutLevels, opts.hidden)
                                                       .mode(torch::kSum)))),
       config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
       blocks(make_blocks(*this, opts)),
@@ -123,7 +123,7 @@ torch::Tensor LayoutModelImpl::forward(const Batch& batch) {
   auto x = base.unsqueeze(0).expand({S, base.size(0), H});
   if (M > 0) {
     const auto cfg =
-        config_out(F::gelu(config_embed(batch.config_values.view({S * M, kLayoutValues}))))
+        config_out(F::gelu(config_embed(batch.config_values.view({S * M, kLayoutConfigDim}))))
             .view({S, M, H});
     x = x.index_add(1, batch.config_node, cfg);
   } else {

@@ -327,6 +327,7 @@ int run_preprocess(const Config& cfg, const MpiContext& ctx, bool force) {
       st.mpi_allreduce(ctx.world);
     }
   }
+  spdlog::info("peak memory of this rank: {:.0f} MB", peak_rss_mb());
   std::vector<Manifest> partials = gather_partials(partial, ctx);
   int code = kExitOk;
   if (ctx.rank == 0) code = finish_on_rank0(cfg, s, plan, previous.get(), partials, stats);

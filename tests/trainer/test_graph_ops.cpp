@@ -171,13 +171,13 @@ std::vector<ProcessedGraph> tiny_graphs(Kind kind, std::mt19937_64& rng) {
     for (int64_t k = 0; k < c; ++k)
       g.config_runtime.push_back(100 + static_cast<int64_t>(rng() % 50));
     if (kind == Kind::Tile) {
-      for (int64_t i = 0; i < c * kTileConfigFeat; ++i)
+      for (int64_t i = 0; i < c * kTileConfigDim; ++i)
         g.config_feat.push_back(static_cast<float>(rng() % 9));
       g.config_runtime_normalizers.assign(c, 2);
     } else {
       g.node_config_ids = {0, 2};
       for (int64_t i = 0; i < c * 2; ++i) {
-        int8_t v[kLayoutValues];
+        int8_t v[kLayoutConfigDim];
         for (auto& x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 7) - 1);
         g.node_config_packed.push_back(pack_layout_values(v));
       }

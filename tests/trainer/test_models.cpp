@@ -42,14 +42,14 @@ ProcessedGraph random_graph(Kind kind, std::mt19937_64& rng, int64_t n, int64_t 
   for (int64_t k = 0; k < c; ++k)
     g.config_runtime.push_back(1000 + static_cast<int64_t>(rng() % 1000));
   if (kind == Kind::Tile) {
-    for (int64_t i = 0; i < c * kTileConfigFeat; ++i)
+    for (int64_t i = 0; i < c * kTileConfigDim; ++i)
       g.config_feat.push_back(static_cast<float>(rng() % 16));
     g.config_runtime_normalizers.assign(static_cast<size_t>(c), 1);
   } else {
     for (int64_t i = 0; i < nc; ++i)
       g.node_config_ids.push_back(static_cast<int32_t>(i * (n / nc)));
     for (int64_t i = 0; i < c * nc; ++i) {
-      int8_t v[kLayoutValues];
+      int8_t v[kLayoutConfigDim];
       for (auto& x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 7) - 1);
       g.node_config_packed.push_back(pack_layout_values(v));
     }
@@ -96,14 +96,14 @@ TEST_F(Models, TileBatchLayout) {
 TEST_F(Models, LayoutBatchDecodesValues) {
   std::mt19937_64 rng(2);
   auto a = random_graph(Kind::Layout, rng, 6, 2, 2), b = random_graph(Kind::Layout, rng, 9, 3, 3);
-  int8_t v[kLayoutValues];
-  for (int j = 0; j < kLayoutValues; ++j) v[j] = static_cast<int8_t>(j % 7 - 1);
+  int8_t v[kLayoutConfigDim];
+  for (int j = 0; j < kLayoutConfigDim; ++j) v[j] = static_cast<int8_t>(j % 7 - 1);
   b.node_config_packed[2 * 3 + 1] = pack_layout_values(v);  // config 2, node_config_ids[1]
   const auto batch = make_batch(Kind::Layout, {&a, &b}, {{1, 0}, {2}});
   ASSERT_EQ(batch.config_node.size(0), 5);
   EXPECT_EQ(batch.config_node[3].item<int64_t>(), 6 + b.node_config_ids[1]);
   ASSERT_EQ(batch.config_values.sizes(), (std::vector<int64_t>{2, 5, 18}));
-  for (int j = 0; j < kLayoutValues; ++j) {
+  for (int j = 0; j < kLayoutConfigDim; ++j) {
     EXPECT_EQ(batch.config_values[0][3][j].item<int64_t>(), j * 7 + (j % 7));
     EXPECT_EQ(batch.config_values[1][3][j].item<int64_t>(), j * 7 + (j % 7));  // padding
   }
@@ -200,8 +200,8 @@ std::vector<ProcessedGraph> synthetic_tile(std::mt19937_64& rng, int count) {
       sign += g.node_feat[static_cast<size_t>(node * kFeat)];
     sign = sign >= 0 ? 1.0 : -1.0;
     for (int64_t k = 0; k < g.num_configs(); ++k) {
-      float* f = &g.config_feat[static_cast<size_t>(k * kTileConfigFeat)];
-      std::fill(f + 8, f + kTileConfigFeat, 0.f);
+      float* f = &g.config_feat[static_cast<size_t>(k * kTileConfigDim)];
+      std::fill(f + 8, f + kTileConfigDim, 0.f);
       const double y = 2.0 * f[0] + sign * 3.0 * f[1] - f[2] + 0.5 * f[7];
       g.config_runtime[static_cast<size_t>(k)] = static_cast<int64_t>(1000 + 10 * y);
     }
@@ -221,10 +221,10 @@ std::vector<ProcessedGraph> synthetic_layout(std::mt19937_64& rng, int count) {
     for (int64_t k = 0; k < g.num_configs(); ++k) {
       double y = 0;
       for (size_t m = 0; m < nc; ++m) {
-        int8_t v[kLayoutValues];
+        int8_t v[kLayoutConfigDim];
         uint64_t& packed = g.node_config_packed[static_cast<size_t>(k) * nc + m];
         unpack_layout_values(packed, v);
-        for (int j = 0; j < kLayoutValues; ++j)
+        for (int j = 0; j < kLayoutConfigDim; ++j)
           if (j != 0 && j != 6) v[j] = -1;
         packed = pack_layout_values(v);
         const double w =

@@ -80,7 +80,7 @@ ProcessedGraph make_tile(const std::string& name, int64_t nodes, int64_t edges, 
   for (int64_t c = 0; c < configs; ++c) {
     g.config_runtime.push_back(static_cast<int64_t>(rng() % 10000000000ULL));
     g.config_runtime_normalizers.push_back(static_cast<int64_t>(rng() % 1000 + 1));
-    for (int j = 0; j < kTileConfigFeat; ++j) g.config_feat.push_back(static_cast<float>(rng() % 4096) / 8.f);
+    for (int j = 0; j < kTileConfigDim; ++j) g.config_feat.push_back(static_cast<float>(rng() % 4096) / 8.f);
   }
   g.configs_before = configs + 3;
   return g;
@@ -249,11 +249,11 @@ void expect_config_rows(const ShardReader& r, int64_t i, const std::vector<int64
     const size_t c = static_cast<size_t>(idx[k]);
     EXPECT_EQ(rows.config_runtime[k], full.config_runtime[c]);
     if (r.is_tile()) {
-      ASSERT_EQ(rows.config_feat.size(), idx.size() * kTileConfigFeat);
+      ASSERT_EQ(rows.config_feat.size(), idx.size() * kTileConfigDim);
       EXPECT_EQ(rows.config_runtime_normalizers[k], full.config_runtime_normalizers[c]);
-      EXPECT_TRUE(std::equal(rows.config_feat.begin() + k * kTileConfigFeat,
-                             rows.config_feat.begin() + (k + 1) * kTileConfigFeat,
-                             full.config_feat.begin() + c * kTileConfigFeat));
+      EXPECT_TRUE(std::equal(rows.config_feat.begin() + k * kTileConfigDim,
+                             rows.config_feat.begin() + (k + 1) * kTileConfigDim,
+                             full.config_feat.begin() + c * kTileConfigDim));
     } else {
       ASSERT_EQ(rows.node_config_packed.size(), idx.size() * nc);
       EXPECT_TRUE(rows.config_feat.empty());

@@ -46,7 +46,7 @@ ProcessedGraph tile_graph(int gi, const std::string& name, int64_t n, int64_t e,
   ProcessedGraph g = formula_graph("tile:xla", gi, name, n, e, c);
   for (int64_t k = 0; k < c; ++k) {
     g.config_runtime_normalizers.push_back(k + 1);
-    for (int j = 0; j < kTileConfigFeat; ++j) g.config_feat.push_back(static_cast<float>(k % 1024) + j / 8.f);
+    for (int j = 0; j < kTileConfigDim; ++j) g.config_feat.push_back(static_cast<float>(k % 1024) + j / 8.f);
   }
   return g;
 }

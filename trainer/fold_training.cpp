@@ -1,0 +1,277 @@
+#include "trainer/fold_training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "common/error.h"
+#include "common/fault.h"
+#include "common/files.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/progress.h"
+#include "trainer/batch.h"
+#include "trainer/checkpoint.h"
+#include "trainer/distributed.h"
+#include "trainer/eval/report.h"
+#include "pipeline/preprocess/plan.h"
+#include "trainer/sampler.h"
+
+namespace tpuperf {
+
+namespace fs = std::filesystem;
+
+TrainSettings::TrainSettings(const Config& cfg)
+    : processed_dir(cfg.get_path("data.processed_dir")),
+      output_dir(cfg.get_path("output.dir")),
+      collections(cfg.get_list("data.collections")),
+      epochs(cfg.get_int("train.epochs")),
+      steps_per_epoch(cfg.get_int("train.steps_per_epoch")),
+      graphs_per_step(cfg.get_int("train.graphs_per_step")),
+      tile_slate(cfg.get_int("train.tile_slate")),
+      layout_slate(cfg.get_int("train.layout_slate")),
+      eval_max_configs(cfg.get_int("train.eval_max_configs")),
+      lr(cfg.get_float("train.lr")),
+      weight_decay(cfg.get_float("train.weight_decay")),
+      warmup_fraction(cfg.get_float("train.warmup_fraction")),
+      grad_clip(cfg.get_float("train.grad_clip")),
+      seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
+      ensemble(cfg.get_string("output.ensemble")) {
+  loss.name = cfg.get_string("train.loss");
+  loss.margin = cfg.get_float("train.hinge_margin");
+  for (auto [prefix, opts] : {std::pair{"model.tile.", &tile_model}, std::pair{"model.layout.", &layout_model}}) {
+    std::string p = prefix;
+    opts->hidden = cfg.get_int(p + "hidden");
+    opts->layers = cfg.get_int(p + "layers");
+    opts->dropout = cfg.get_float(p + "dropout");
+    opts->attention_heads = cfg.get_int(p + "attention_heads");
+    if (opts->attention_heads > 0 && opts->hidden % opts->attention_heads != 0)
+      throw Error("must divide " + p + "hidden (" + std::to_string(opts->hidden) + ")", "",
+                  p + "attention_heads");
+  }
+  if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
+  if (output_dir.empty()) throw Error("is not set", "", "output.dir");
+}
+
+Ranker make_ranker(Kind kind, int64_t num_node_feat, const ModelOptions& options) {
+  if (kind == Kind::Tile) {
+    TileModel m(num_node_feat, options);
+    return {m.ptr(), [m](const Batch& b) mutable { return m->forward(b); }};
+  }
+  LayoutModel m(num_node_feat, options);
+  return {m.ptr(), [m](const Batch& b) mutable { return m->forward(b); }};
+}
+
+std::string checkpoint_path(const TrainSettings& s, const std::string& collection, int fold,
+                            const std::string& which) {
+  return s.output_dir + "/checkpoints/" + collection_dir(collection) + "/fold" + std::to_string(fold) + "/" +
+         which + ".pt";
+}
+
+std::string fold_metrics_path(const TrainSettings& s, const std::string& collection, int fold) {
+  return s.output_dir + "/metrics/" + collection_dir(collection) + ".fold" + std::to_string(fold) + ".csv";
+}
+
+namespace {
+
+uint64_t mix_seed(uint64_t seed, const std::string& what) {
+  Hasher h(seed);
+  h.update(what);
+  return h.digest() & 0x7fffffffffffffffULL;
+}
+
+// Linear warm-up, then cosine decay to 5% of the peak.
+double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
+  int64_t warm = static_cast<int64_t>(s.warmup_fraction * total);
+  if (step < warm) return s.lr * (step + 1) / warm;
+  double t = total > warm ? double(step - warm) / double(total - warm) : 1.0;
+  return s.lr * (0.05 + 0.95 * 0.5 * (1 + std::cos(M_PI * std::min(1.0, t))));
+}
+
+std::vector<torch::Tensor> params_of(torch::nn::Module& m) { return m.parameters(); }
+
+// One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs).
+std::array<double, 3> train_step(const TrainSettings& s, Ranker& ranker, const GraphSet& train,
+                                 const SlateSampler& sampler, int64_t epoch, int64_t step,
+                                 int rank, int size, MPI_Comm group, torch::optim::AdamW& opt) {
+  std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
+  opt.zero_grad();
+  std::array<double, 3> stats{0, 0, 0};
+  if (!draws.empty()) {
+    std::vector<GraphSlate> slates;
+    std::vector<const ProcessedGraph*> graphs;
+    std::vector<std::vector<int64_t>> configs;
+    for (const auto& d : draws) {
+      slates.push_back(train.slate(d.graph, d.configs));
+      graphs.push_back(slates.back().graph);
+      configs.push_back(slates.back().batch_configs);
+      stats[2] += static_cast<double>(d.configs.size());
+    }
+    Batch batch = make_batch(train.kind(), graphs, configs);
+    torch::Tensor loss = ranking_loss(s.loss, ranker.forward(batch), batch.target, batch.config_mask);
+    double n = static_cast<double>(draws.size());
+    // ranking_loss is a mean over this rank's graphs; the all-reduce averages over ranks.
+    // Weighting by n * P / G makes the step's gradient the mean over all G graphs.
+    double weight = n * size / static_cast<double>(s.graphs_per_step);
+    (loss * weight).backward();
+    stats[0] = loss.item<double>() * n;
+    stats[1] = n;
+  }
+  allreduce_gradients(*ranker.module, group);
+  if (s.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_of(*ranker.module), s.grad_clip);
+  opt.step();
+  return stats;
+}
+
+ScoreSum group_metric(const TrainSettings& s, Ranker& ranker, const GraphSet* set, const std::string& split,
+                      int fold, MPI_Comm group) {
+  if (!set || set->size() == 0) return {};
+  ScoreSum local = metric_of(*set, score_set(s, ranker, *set, split, fold, false, group));
+  std::vector<double> v = {local.sum, local.count};
+  allreduce_doubles(v, group);
+  return {v[0], v[1]};
+}
+
+double mean_or_nan(const ScoreSum& x) { return x.count > 0 ? x.sum / x.count : std::nan(""); }
+
+}  // namespace
+
+ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores) {
+  std::map<std::string, int64_t> index;
+  for (int64_t i = 0; i < set.size(); ++i) index[set.entry(i).name] = i;
+  ScoreSum out;
+  for (const auto& gs : scores) {
+    const ProcessedGraph& g = set.graph(index.at(gs.name));
+    std::vector<int64_t> rt;
+    for (int64_t c : gs.config_index) rt.push_back(g.config_runtime[c]);
+    double v;
+    if (set.kind() == Kind::Tile) {
+      std::vector<int64_t> norm;
+      for (int64_t c : gs.config_index) norm.push_back(g.config_runtime_normalizers[c]);
+      v = tile_slowdown_score_from_scores(gs.score, tile_targets(rt, norm));
+    } else {
+      v = layout_kendall_score(gs.score, rt);
+    }
+    if (std::isfinite(v)) out.sum += v, out.count += 1;
+  }
+  return out;
+}
+
+std::vector<GraphScores> score_set(const TrainSettings& s, Ranker& ranker, const GraphSet& set,
+                                   const std::string& split, int fold, bool all_configs, MPI_Comm group) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(group, &rank);
+  MPI_Comm_size(group, &size);
+  std::vector<std::string> keys;
+  for (int64_t i = 0; i < set.size(); ++i) keys.push_back(set.key(i));
+  int64_t max_configs = all_configs ? std::numeric_limits<int64_t>::max() : s.eval_max_configs;
+  int64_t chunk = set.kind() == Kind::Tile ? 512 : 128;
+  auto plans = make_eval_plans(set.kind(), set.num_configs(), keys, max_configs, chunk, s.seed);
+  torch::NoGradGuard no_grad;
+  ranker.module->eval();
+  std::vector<GraphScores> out;
+  for (size_t p = 0; p < plans.size(); ++p) {
+    if (static_cast<int>(p % size) != rank) continue;
+    const EvalGraphPlan& plan = plans[p];
+    GraphScores gs;
+    gs.collection = set.collection();
+    gs.split = split;
+    gs.name = set.entry(plan.graph).name;
+    gs.model = fold;
+    for (const auto& c : plan.chunks) {
+      GraphSlate slate = set.slate(plan.graph, c);
+      Batch batch = make_batch(set.kind(), {slate.graph}, {slate.batch_configs});
+      torch::Tensor scores = ranker.forward(batch).to(torch::kFloat64).contiguous();
+      const double* p0 = scores.data_ptr<double>();
+      gs.config_index.insert(gs.config_index.end(), slate.configs.begin(), slate.configs.end());
+      gs.score.insert(gs.score.end(), p0, p0 + slate.configs.size());
+    }
+    out.push_back(std::move(gs));
+  }
+  ranker.module->train();
+  return out;
+}
+
+std::string train_fold(const TrainSettings& s, const std::string& collection, int fold, const FoldData& data,
+                       MPI_Comm group, bool resume) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(group, &rank);
+  MPI_Comm_size(group, &size);
+  const GraphSet& train = *data.train;
+  if (train.size() == 0) throw Error("fold " + std::to_string(fold) + " of " + collection + " has no train graphs");
+  std::string label = collection + " fold " + std::to_string(fold);
+  std::string last = checkpoint_path(s, collection, fold, "last"), best = checkpoint_path(s, collection, fold, "best");
+  if (rank == 0) {
+    make_dirs(fs::path(last).parent_path().string());
+    make_dirs(fs::path(fold_metrics_path(s, collection, fold)).parent_path().string());
+  }
+
+  torch::manual_seed(mix_seed(s.seed, label));
+  Ranker ranker = make_ranker(train.kind(), train.num_node_feat(), s.model(train.kind()));
+  torch::optim::AdamW opt(ranker.module->parameters(),
+                          torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
+  CheckpointMeta meta;
+  meta.num_node_feat = train.num_node_feat();
+  if (resume && fs::exists(last)) {
+    meta = load_checkpoint(last, *ranker.module, &opt, nullptr);
+    spdlog::info("{}: resuming after epoch {} (step {})", label, meta.epochs_done, meta.step);
+  }
+  broadcast_parameters(*ranker.module, group);
+  verify_parameters(*ranker.module, group);
+
+  SamplerOptions so;
+  so.seed = s.seed;
+  so.fold = fold;
+  so.graphs_per_step = s.graphs_per_step;
+  so.slate = s.slate(train.kind());
+  SlateSampler sampler(train.num_configs(), so);
+  int64_t spe = s.steps_per_epoch > 0 ? s.steps_per_epoch : sampler.steps_per_pass();
+  int64_t total = s.epochs * spe;
+  for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
+    // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.
+    torch::manual_seed(mix_seed(s.seed, label + "/epoch" + std::to_string(epoch) + "/rank" + std::to_string(rank)));
+    Progress progress(label + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.epochs), spe, 0, 10.0);
+    std::vector<double> sums = {0, 0, 0};
+    for (int64_t step = 0; step < spe; ++step, ++meta.step) {
+      for (auto& group_opts : opt.param_groups())
+        static_cast<torch::optim::AdamWOptions&>(group_opts.options()).lr(learning_rate(s, meta.step, total));
+      auto st = train_step(s, ranker, train, sampler, epoch, step, rank, size, group, opt);
+      for (int i = 0; i < 3; ++i) sums[i] += st[i];
+      progress.tick(0);
+    }
+    double seconds = progress.elapsed_s();
+    allreduce_doubles(sums, group);
+    double loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
+    double oof = mean_or_nan(group_metric(s, ranker, data.oof, "oof", fold, group));
+    double valid = mean_or_nan(group_metric(s, ranker, data.valid, "valid", fold, group));
+    double cps = sums[2] / std::max(seconds, 1e-9);
+    meta.epochs_done = epoch + 1;
+    double selection = std::isfinite(oof) ? oof : valid;
+    bool improved = !std::isfinite(meta.best_score) || (std::isfinite(selection) && selection > meta.best_score) ||
+                    meta.best_epoch < 0;
+    if (improved) {
+      meta.best_score = std::isfinite(selection) ? selection : meta.best_score;
+      meta.best_epoch = epoch;
+    }
+    if (rank == 0) {
+      spdlog::info("{} epoch {}/{}: loss {:.4f}, oof {:.4f}, valid {:.4f}, {:.0f} configs/s ({} ranks), {}", label,
+                   epoch + 1, s.epochs, loss, oof, valid, cps, size, format_duration(seconds));
+      std::vector<MetricsRow> rows(3);
+      for (auto& r : rows) r.collection = collection, r.fold = fold, r.epoch = static_cast<int>(epoch + 1), r.step = meta.step;
+      rows[0].split = "train", rows[0].loss = loss, rows[0].configs_per_s = cps, rows[0].elapsed_s = seconds;
+      rows[1].split = "oof", rows[1].score = oof;
+      rows[2].split = "valid", rows[2].score = valid;
+      append_metrics(fold_metrics_path(s, collection, fold), rows);
+      if (improved) save_checkpoint(best, *ranker.module, &opt, meta, train.transform());
+      save_checkpoint(last, *ranker.module, &opt, meta, train.transform());
+    }
+    fault_point("train.epoch_done");
+  }
+  if (rank == 0 && !fs::exists(best)) save_checkpoint(best, *ranker.module, &opt, meta, train.transform());
+  MPI_Barrier(group);  // the best checkpoint exists for every rank of the group
+  return best;
+}
+
+}  // namespace tpuperf

@@ -1,0 +1,266 @@
+#include "trainer/run_training.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "common/collection.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/manifest.h"
+#include "common/metrics.h"
+#include "common/tool_main.h"
+#include "trainer/checkpoint.h"
+#include "trainer/distributed.h"
+#include "trainer/eval/ensemble.h"
+#include "trainer/eval/report.h"
+#include "trainer/eval/scoring.h"
+#include "trainer/eval/submission.h"
+#include "trainer/fold_training.h"
+
+namespace tpuperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// LibTorch threads: ranks x threads must not exceed the cores of a node.
+int choose_threads(const Config& cfg, MPI_Comm world) {
+  int64_t t = cfg.get_int("train.threads_per_rank");
+  if (t > 0) return static_cast<int>(t);
+  MPI_Comm node;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / local);
+}
+
+// Collective: every rank's bytes to `root` of comm, concatenated in rank order there.
+std::string gather_bytes(const std::string& mine, MPI_Comm comm, int root) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(size), displs(size);
+  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm), "MPI_Gather");
+  std::string all;
+  if (rank == root) {
+    int total = 0;
+    for (int r = 0; r < size; ++r) displs[r] = total, total += counts[r];
+    all.resize(static_cast<size_t>(total));
+  }
+  check_mpi(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, root, comm),
+            "MPI_Gatherv");
+  if (rank != root) return "";
+  // Re-frame as one serialized list: each rank's bytes are a serialized list of their own.
+  std::vector<GraphScores> merged;
+  for (int r = 0; r < size; ++r) {
+    auto part = deserialize_scores(all.substr(displs[r], counts[r]));
+    merged.insert(merged.end(), part.begin(), part.end());
+  }
+  return serialize_scores(merged);
+}
+
+// Scores of every fold model to world rank 0: inside each group to its leader, then
+// between leaders (world rank 0 leads group 0).
+std::vector<GraphScores> gather_scores(const std::vector<GraphScores>& mine, const FoldLayout& layout) {
+  std::string group_bytes = gather_bytes(serialize_scores(mine), layout.group_comm, 0);
+  if (!layout.is_leader()) return {};
+  std::string all = gather_bytes(group_bytes, layout.leaders_comm, 0);
+  int leader_rank = 0;
+  MPI_Comm_rank(layout.leaders_comm, &leader_rank);
+  return leader_rank == 0 ? deserialize_scores(all) : std::vector<GraphScores>{};
+}
+
+// Folds with a saved best model (predict-only): fold0, fold1, ... below the collection.
+int saved_folds(const TrainSettings& s, const std::vector<std::string>& collections) {
+  int k = 0;
+  for (const auto& c : collections)
+    while (fs::exists(checkpoint_path(s, c, k, "best"))) ++k;
+  return k;
+}
+
+GraphSet::Filter split_is(const std::string& split) {
+  return [split](const ManifestGraph& g) { return g.split == split; };
+}
+
+struct CollectionSets {
+  std::unique_ptr<GraphSet> valid, test;
+};
+
+// Rank 0: per-fold and ensemble valid scores, baselines, report rows.
+CollectionReport collection_report(const TrainSettings& s, const std::string& c, const GraphSet& valid,
+                                   const std::vector<GraphScores>& all, const std::vector<GraphScores>& ens, int k,
+                                   const std::vector<MetricsRow>& metrics) {
+  CollectionReport r;
+  r.collection = c;
+  r.valid_graphs = valid.size();
+  auto pick = [&](const std::vector<GraphScores>& v, int model) {
+    std::vector<GraphScores> out;
+    for (const auto& g : v)
+      if (g.collection == c && g.split == "valid" && g.model == model) out.push_back(g);
+    return out;
+  };
+  auto mean = [](ScoreSum x) { return x.count > 0 ? x.sum / x.count : std::nan(""); };
+  if (valid.size() > 0) {
+    r.valid_ensemble = mean(metric_of(valid, pick(ens, -1)));
+    for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(mean(metric_of(valid, pick(all, f))));
+    double rnd = 0, dflt = 0;
+    Collection coll = Collection::parse(c);
+    for (int64_t i = 0; i < valid.size(); ++i) {
+      const ProcessedGraph& g = valid.graph(i);
+      TruthGraph t{coll, g.name, g.config_runtime, g.config_runtime_normalizers};
+      rnd += random_baseline(t, s.seed);
+      if (coll.kind == Kind::Tile) dflt += default_first_baseline(t);
+    }
+    r.valid_random = rnd / valid.size();
+    r.valid_default_first = coll.kind == Kind::Tile ? dflt / valid.size() : std::nan("");
+  }
+  r.cv_score = cv_score(metrics, c);
+  double seconds = 0, configs = 0;
+  for (const auto& m : metrics)
+    if (m.collection == c && m.split == "train" && std::isfinite(m.elapsed_s)) {
+      seconds += m.elapsed_s;
+      configs += m.configs_per_s * m.elapsed_s;
+    }
+  r.train_seconds = seconds;
+  r.configs_per_s = seconds > 0 ? configs / seconds : std::nan("");
+  return r;
+}
+
+std::vector<MetricsRow> merge_metrics(const TrainSettings& s) {
+  std::vector<MetricsRow> rows;
+  std::string dir = s.output_dir + "/metrics";
+  std::vector<std::string> files;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto part = read_metrics(f);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  std::string merged = s.output_dir + "/metrics.csv";
+  std::remove(merged.c_str());
+  append_metrics(merged, rows);
+  return rows;
+}
+
+void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std::vector<std::string>& collections,
+                     const std::map<std::string, CollectionSets>& sets, const std::vector<GraphScores>& all, int k,
+                     bool predict_only) {
+  std::vector<GraphScores> ens = ensemble_all(all, parse_ensemble_method(s.ensemble));
+  std::vector<GraphScores> test;
+  for (const auto& g : ens)
+    if (g.split == "test") test.push_back(g);
+  std::set<std::string> expected, got;
+  for (const auto& c : collections)
+    for (const auto* g : manifest.graphs_of(c, "test")) expected.insert(c + ":" + g->name);
+  for (const auto& g : test) got.insert(g.collection + ":" + g.name);
+  if (expected != got)
+    throw Error("predictions cover " + std::to_string(got.size()) + " of " + std::to_string(expected.size()) +
+                " test graphs");
+  std::string submission = s.output_dir + "/submission.csv";
+  write_submission(submission, test);
+  std::vector<MetricsRow> metrics = merge_metrics(s);
+  ReportInput in;
+  in.ensemble = s.ensemble;
+  in.folds = k;
+  in.metrics = metrics;
+  in.notes.push_back("data: " + s.processed_dir);
+  in.notes.push_back("submission: " + submission + " (" + std::to_string(test.size()) + " test graphs)");
+  if (predict_only) in.notes.push_back("predictions from saved checkpoints (--predict-only)");
+  for (const auto& c : collections) {
+    in.collections.push_back(collection_report(s, c, *sets.at(c).valid, all, ens, k, metrics));
+    const auto& r = in.collections.back();
+    spdlog::info("{}: valid score ensemble {:.4f} (random {:.4f}{}), cv {:.4f}", c, r.valid_ensemble, r.valid_random,
+                 std::isfinite(r.valid_default_first) ? fmt::format(", default-first {:.4f}", r.valid_default_first)
+                                                      : "",
+                 r.cv_score);
+  }
+  std::string report = write_report(s.output_dir, in);
+  spdlog::info("wrote {}, {}, {}/metrics.csv", submission, report, s.output_dir);
+}
+
+}  // namespace
+
+int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions& opts) {
+  TrainSettings s(cfg);
+  int threads = choose_threads(cfg, ctx.world);
+  torch::set_num_threads(threads);
+  Manifest manifest = read_manifest(s.processed_dir + "/" + kManifestFileName);
+  std::vector<std::string> collections;
+  for (const auto& c : s.collections)
+    if (std::count(manifest.collections.begin(), manifest.collections.end(), c)) collections.push_back(c);
+    else if (ctx.rank == 0) spdlog::warn("{} is not in {}; skipped", c, s.processed_dir);
+  if (collections.empty()) throw Error("none of data.collections was preprocessed", s.processed_dir);
+
+  int k = static_cast<int>(Config::from_text(manifest.settings, "manifest settings").get_int("preprocess.folds"));
+  if (opts.predict_only) k = saved_folds(s, collections);
+  if (ctx.rank == 0) {
+    cfg.log();
+    spdlog::info("{} ranks, {} LibTorch threads each, {} folds", ctx.size, threads, k);
+    if (opts.predict_only && k == 0) throw Error("no saved best checkpoints (train first)", s.output_dir + "/checkpoints");
+    bool has_ckpt = fs::exists(s.output_dir + "/checkpoints");
+    if (has_ckpt && !opts.resume && !opts.fresh && !opts.predict_only)
+      throw Error("holds checkpoints of an earlier run: pass --resume to continue it or --fresh to start over",
+                  s.output_dir);
+    if (opts.fresh) {
+      fs::remove_all(s.output_dir + "/checkpoints");
+      fs::remove_all(s.output_dir + "/metrics");
+    }
+    make_dirs(s.output_dir);
+    cfg.save(s.output_dir + "/train_config.yaml");
+  }
+  MPI_Barrier(ctx.world);
+  FoldLayout layout = make_fold_layout(ctx.world, k);
+
+  std::map<std::string, CollectionSets> sets;
+  std::vector<GraphScores> mine;
+  for (const auto& c : collections) {
+    sets[c].valid = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("valid"), c + " valid");
+    sets[c].test = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("test"), c + " test");
+    for (int fold : layout.my_folds()) {
+      std::string best = checkpoint_path(s, c, fold, "best");
+      if (!opts.predict_only) {
+        GraphSet train(s.processed_dir, manifest, c,
+                       [&](const ManifestGraph& g) { return g.split == "train" && (k == 1 || g.fold != fold); },
+                       c + " train fold " + std::to_string(fold));
+        GraphSet oof(s.processed_dir, manifest, c,
+                     [&](const ManifestGraph& g) { return k > 1 && g.split == "train" && g.fold == fold; },
+                     c + " oof fold " + std::to_string(fold));
+        best = train_fold(s, c, fold, {&train, &oof, sets[c].valid.get()}, layout.group_comm, opts.resume);
+      }
+      FeatureTransform transform;
+      CheckpointMeta meta = peek_checkpoint(best, &transform);
+      Ranker ranker = make_ranker(Collection::parse(c).kind, meta.num_node_feat, s.model(Collection::parse(c).kind));
+      load_checkpoint(best, *ranker.module, nullptr, nullptr);
+      // The sets were transformed with the manifest's transform; a model trained on other
+      // data (predict-only on a new processed_dir) needs its own: reload with it.
+      const GraphSet* valid = sets[c].valid.get();
+      const GraphSet* test = sets[c].test.get();
+      std::unique_ptr<GraphSet> valid_own, test_own;
+      if (!(transform.kept_columns == valid->transform().kept_columns && transform.mean == valid->transform().mean &&
+            transform.stddev == valid->transform().stddev && transform.log1p == valid->transform().log1p)) {
+        valid_own = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("valid"), c + " valid", &transform);
+        test_own = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("test"), c + " test", &transform);
+        valid = valid_own.get();
+        test = test_own.get();
+      }
+      for (auto& g : score_set(s, ranker, *valid, "valid", fold, false, layout.group_comm)) mine.push_back(std::move(g));
+      for (auto& g : score_set(s, ranker, *test, "test", fold, true, layout.group_comm)) mine.push_back(std::move(g));
+    }
+  }
+  std::vector<GraphScores> all = gather_scores(mine, layout);
+  int code = kExitOk;
+  if (ctx.rank == 0) finish_on_rank0(s, manifest, collections, sets, all, k, opts.predict_only);
+  check_mpi(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world), "MPI_Bcast");
+  return code;
+}
+
+}  // namespace tpuperf
