@@ -27,10 +27,17 @@ void write_transform(torch::serialize::OutputArchive& ar, const FeatureTransform
   ar.write("transform.stddev", vec_tensor(t.stddev, torch::kFloat64));
 }
 
-template <typename T>
-std::vector<T> read_vec(torch::serialize::InputArchive& ar, const char* key) {
+// Reads into a fresh tensor: InputArchive::read into an already defined tensor keeps
+// that tensor's dtype and reinterprets the bytes.
+torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const char* key) {
   torch::Tensor t;
   ar.read(key, t);
+  return t;
+}
+
+template <typename T>
+std::vector<T> read_vec(torch::serialize::InputArchive& ar, const char* key) {
+  torch::Tensor t = read_tensor(ar, key);
   t = t.to(torch::kFloat64).contiguous();
   const double* p = t.data_ptr<double>();
   return std::vector<T>(p, p + t.numel());
@@ -38,12 +45,11 @@ std::vector<T> read_vec(torch::serialize::InputArchive& ar, const char* key) {
 
 CheckpointMeta read_meta(torch::serialize::InputArchive& ar, FeatureTransform* transform) {
   CheckpointMeta m;
-  torch::Tensor t;
-  ar.read("meta.epochs_done", t), m.epochs_done = t.item<int64_t>();
-  ar.read("meta.step", t), m.step = t.item<int64_t>();
-  ar.read("meta.best_score", t), m.best_score = t.item<double>();
-  ar.read("meta.best_epoch", t), m.best_epoch = t.item<int64_t>();
-  ar.read("meta.num_node_feat", t), m.num_node_feat = t.item<int64_t>();
+  m.epochs_done = read_tensor(ar, "meta.epochs_done").item<int64_t>();
+  m.step = read_tensor(ar, "meta.step").item<int64_t>();
+  m.best_score = read_tensor(ar, "meta.best_score").item<double>();
+  m.best_epoch = read_tensor(ar, "meta.best_epoch").item<int64_t>();
+  m.num_node_feat = read_tensor(ar, "meta.num_node_feat").item<int64_t>();
   if (transform) {
     transform->kept_columns = read_vec<int32_t>(ar, "transform.kept_columns");
     transform->log1p = read_vec<uint8_t>(ar, "transform.log1p");
@@ -89,7 +95,17 @@ CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model
     ar.load_from(path);
     torch::serialize::InputArchive model_ar;
     ar.read("model", model_ar);
+    // Module::load replaces tensors without checking shapes: check them ourselves, so a
+    // checkpoint of a differently sized model is an error, not a silently broken model.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
+    for (const auto& p : model.named_parameters()) expected.push_back({p.key(), p.value().sizes().vec()});
     model.load(model_ar);
+    auto loaded = model.named_parameters();
+    for (const auto& [name, sizes] : expected) {
+      const torch::Tensor* t = loaded.find(name);
+      if (!t || t->sizes().vec() != sizes)
+        throw Error("checkpoint does not match the model: parameter " + name + " has another shape", path);
+    }
     if (optimizer) {
       torch::serialize::InputArchive opt_ar;
       ar.read("optimizer", opt_ar);
