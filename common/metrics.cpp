@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/hash.h"
+#include "common/random.h"
 
 namespace tpuperf {
 
@@ -67,24 +68,6 @@ int64_t sort_counting_inversions(std::vector<double>& v) {
   return inversions;
 }
 
-// splitmix64: tiny, well-mixed, and fully specified, unlike std:: distributions.
-uint64_t next_random(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [0, bound) without modulo bias.
-uint64_t random_below(uint64_t& state, uint64_t bound) {
-  const uint64_t limit =
-      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
-  uint64_t r;
-  do {
-    r = next_random(state);
-  } while (r >= limit);
-  return r % bound;
-}
 
 }  // namespace
 
@@ -197,11 +180,11 @@ std::vector<int64_t> sample_eval_configs(int64_t num_configs, int64_t max_config
 
   Hasher h(seed);
   h.update(graph_key);
-  uint64_t state = h.digest();
+  SplitMix64 rng(h.digest());
   // Partial Fisher-Yates: the first max_configs slots end up a uniform random subset.
   for (int64_t i = 0; i < max_configs; ++i) {
     const auto j =
-        i + static_cast<int64_t>(random_below(state, static_cast<uint64_t>(num_configs - i)));
+        i + static_cast<int64_t>(rng.below(static_cast<uint64_t>(num_configs - i)));
     std::swap(idx[static_cast<size_t>(i)], idx[static_cast<size_t>(j)]);
   }
   idx.resize(static_cast<size_t>(max_configs));

@@ -6,17 +6,12 @@
 
 #include "common/error.h"
 #include "common/metrics.h"
+#include "common/random.h"
 
 namespace tpuperf {
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Chains values into one well-mixed key; order matters.
 uint64_t mix(uint64_t key, uint64_t value) { return splitmix64(key ^ splitmix64(value)); }
@@ -25,27 +20,6 @@ uint64_t mix(uint64_t key, uint64_t value) { return splitmix64(key ^ splitmix64(
 constexpr uint64_t kPermutationTag = 0x7065726dULL;  // "perm"
 constexpr uint64_t kSlateTag = 0x736c6174ULL;        // "slat"
 
-class Rng {
- public:
-  explicit Rng(uint64_t key) : state_(key) {}
-  uint64_t next() {
-    state_ += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), n >= 1: rejection of the top partial range keeps it unbiased.
-  uint64_t below(uint64_t n) {
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x = next();
-    while (x >= limit) x = next();
-    return x % n;
-  }
-
- private:
-  uint64_t state_;
-};
 
 uint64_t step_key(const SamplerOptions& o, int64_t epoch, uint64_t tag) {
   uint64_t k = mix(o.seed, tag);
@@ -73,7 +47,7 @@ std::vector<int64_t> sample_without_replacement(int64_t n, int64_t k, uint64_t k
     return out;
   }
   // Floyd: for j = n-k..n-1 pick t in [0, j]; take t, or j if t is taken already.
-  Rng rng(key);
+  SplitMix64 rng(key);
   std::unordered_set<int64_t> taken;
   taken.reserve(static_cast<size_t>(2 * k));
   out.reserve(static_cast<size_t>(k));
@@ -105,7 +79,7 @@ const std::vector<int64_t>& SlateSampler::permutation(int64_t epoch, int64_t cyc
   if (epoch == cached_epoch_ && cycle == cached_cycle_) return cached_perm_;
   std::vector<int64_t> perm(num_configs_.size());
   std::iota(perm.begin(), perm.end(), int64_t{0});
-  Rng rng(mix(step_key(options_, epoch, kPermutationTag), static_cast<uint64_t>(cycle)));
+  SplitMix64 rng(mix(step_key(options_, epoch, kPermutationTag), static_cast<uint64_t>(cycle)));
   for (size_t i = perm.size(); i > 1; --i)
     std::swap(perm[i - 1], perm[static_cast<size_t>(rng.below(i))]);
   cached_perm_ = std::move(perm);

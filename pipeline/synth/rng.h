@@ -11,15 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/random.h"
+
 namespace tpuperf::synth {
 
-// splitmix64 finalizer: decorrelates nearby seeds (seed, seed + 1) completely.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// splitmix64 finalizer (common/random.h): decorrelates nearby seeds completely.
+inline uint64_t mix64(uint64_t x) { return splitmix64(x); }
 
 inline uint64_t mix_seed(uint64_t seed, uint64_t label) { return mix64(mix64(seed) ^ label); }
 

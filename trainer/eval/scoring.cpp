@@ -12,6 +12,7 @@
 #include "common/hash.h"
 #include "common/metrics.h"
 #include "common/npz.h"
+#include "common/random.h"
 
 namespace tpuperf {
 
@@ -21,29 +22,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// splitmix64: fully specified, so baselines are identical on every platform and build.
-uint64_t next_random(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
-// Uniform in [0, bound) by rejection (no modulo bias).
-uint64_t random_below(uint64_t& state, uint64_t bound) {
-  const uint64_t limit =
-      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
-  uint64_t r;
-  do {
-    r = next_random(state);
-  } while (r >= limit);
-  return r % bound;
-}
-
-std::vector<int64_t> random_permutation(size_t n, uint64_t& state) {
+std::vector<int64_t> random_permutation(size_t n, SplitMix64& rng) {
   std::vector<int64_t> p(n);
   std::iota(p.begin(), p.end(), int64_t{0});
-  for (size_t i = n; i > 1; --i) std::swap(p[i - 1], p[random_below(state, i)]);
+  for (size_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);
   return p;
 }
 
@@ -135,11 +118,11 @@ double score_row(const std::vector<int64_t>& row, const TruthGraph& truth) {
 double random_baseline(const TruthGraph& truth, uint64_t seed, int draws) {
   Hasher h(seed);
   h.update(truth.id());
-  uint64_t state = h.digest();
+  SplitMix64 rng(h.digest());
   double sum = 0.0;
   int finite = 0;
   for (int d = 0; d < draws; ++d) {
-    const double s = score_row(random_permutation(truth.runtimes.size(), state), truth);
+    const double s = score_row(random_permutation(truth.runtimes.size(), rng), truth);
     if (std::isnan(s)) continue;
     sum += s;
     ++finite;
