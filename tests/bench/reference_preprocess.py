@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""Baseline for the preprocessing benchmark: the per-file steps of tpuperf-preprocess done
+the way published Python solutions for TpuGraphs did them, in one process on one core.
+
+Per file: np.load, shape/dtype/value validation, dedup of re-measured configs by pairwise
+comparison (each config against the configs kept so far, keep the minimum runtime; train
+and valid only, test keeps its indices), for layout files 1-hop pruning around the
+configurable nodes with re-indexing of edges, node_config_ids and node_splits, base-7
+packing of node_config_feat, then np.savez_compressed of the result.
+
+The pairwise comparison is O(c^2) like the published code, but vectorized per config with
+numpy and narrowed block by block (only kept rows that agree on the first block are
+compared on the next one), so it is a fast version of that method: a conservative baseline.
+
+Usage:
+  reference_preprocess.py --input-root RAW --out DIR [--files REL ...] [--file-list F]
+                          [--budget SECONDS] [--report JSON]
+Files are relative to RAW (e.g. tile/xla/train/x.npz) and processed in the order given.
+With --budget, a file still running when the budget is spent is abandoned (not counted)
+and the run stops; the report lists the files that were completed.
+"""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+
+NODE_FEAT_DIM = 140
+TILE_CONFIG_DIM = 24
+LAYOUT_CONFIG_DIM = 18
+SHAPE_DIMS = 21
+MINOR_TO_MAJOR = 134
+MAX_RANK = 6
+# Columns compared at once when narrowing the candidate duplicates (8-byte words).
+BLOCK_WORDS = 64
+
+
+class BudgetExceeded(Exception):
+    pass
+
+
+class BadFile(Exception):
+    pass
+
+
+def require(cond, key, reason):
+    if not cond:
+        raise BadFile(f"{key}: {reason}")
+
+
+def check_common(z, n_key="node_feat"):
+    feat = z["node_feat"]
+    require(feat.ndim == 2 and feat.shape[1] == NODE_FEAT_DIM, n_key, f"shape {feat.shape}")
+    n = feat.shape[0]
+    require(n >= 1, n_key, "no nodes")
+    require(np.isfinite(feat).all(), n_key, "not finite")
+    op = z["node_opcode"]
+    require(op.shape == (n,), "node_opcode", f"shape {op.shape}")
+    require(((op >= 0) & (op <= 120)).all(), "node_opcode", "outside 0..120")
+    edges = z["edge_index"]
+    require(edges.ndim == 2 and edges.shape[1] == 2, "edge_index", f"shape {edges.shape}")
+    require(((edges >= 0) & (edges < n)).all(), "edge_index", "endpoint out of range")
+    return n
+
+
+def check_tile(z):
+    check_common(z)
+    cf = z["config_feat"]
+    c = z["config_runtime"].shape[0]
+    require(c >= 1, "config_runtime", "no configs")
+    require(cf.shape == (c, TILE_CONFIG_DIM), "config_feat", f"shape {cf.shape}")
+    require(np.isfinite(cf).all(), "config_feat", "not finite")
+    norm = z["config_runtime_normalizers"]
+    require(norm.shape == (c,), "config_runtime_normalizers", f"shape {norm.shape}")
+    require((z["config_runtime"] >= 0).all(), "config_runtime", "negative")
+    require((norm >= 1).all(), "config_runtime_normalizers", "below 1")
+
+
+def check_layout(z):
+    n = check_common(z)
+    ids = z["node_config_ids"]
+    require(ids.ndim == 1 and ids.size >= 1, "node_config_ids", f"shape {ids.shape}")
+    require(((ids >= 0) & (ids < n)).all(), "node_config_ids", "out of range")
+    require(np.unique(ids).size == ids.size, "node_config_ids", "not unique")
+    rt = z["config_runtime"]
+    c = rt.shape[0]
+    require(c >= 1, "config_runtime", "no configs")
+    require((rt >= 0).all(), "config_runtime", "negative")
+    ncf = z["node_config_feat"]
+    require(ncf.shape == (c, ids.size, LAYOUT_CONFIG_DIM), "node_config_feat", f"shape {ncf.shape}")
+    as_int = ncf.astype(np.int8)
+    require((as_int == ncf).all(), "node_config_feat", "not integers")
+    require(((as_int >= -1) & (as_int <= 5)).all(), "node_config_feat", "outside -1..5")
+    splits = z["node_splits"].reshape(-1)
+    require(((splits >= 0) & (splits <= n)).all() and (np.diff(splits) >= 0).all(),
+            "node_splits", "not non-decreasing within [0, n]")
+    return as_int
+
+
+def as_words(rows):
+    """c x b bytes -> c x ceil(b/8) uint64, so one comparison covers 8 bytes."""
+    rows = np.ascontiguousarray(rows).view(np.uint8).reshape(rows.shape[0], -1)
+    pad = (-rows.shape[1]) % 8
+    if pad:
+        rows = np.concatenate([rows, np.zeros((rows.shape[0], pad), np.uint8)], axis=1)
+    return np.ascontiguousarray(rows).view(np.uint64)
+
+
+def dedup_pairwise(rows, runtime, deadline):
+    """Each config against every kept config; returns (kept source indices, min runtimes)."""
+    words = as_words(rows)
+    c, w = words.shape
+    kept_rows = np.empty_like(words)
+    kept_idx, kept_rt = [], []
+    for i in range(c):
+        if (i & 63) == 0 and time.monotonic() > deadline:
+            raise BudgetExceeded()
+        row = words[i]
+        k = len(kept_idx)
+        match = -1
+        if k:
+            cand = np.flatnonzero((kept_rows[:k, :BLOCK_WORDS] == row[:BLOCK_WORDS]).all(axis=1))
+            for start in range(BLOCK_WORDS, w, BLOCK_WORDS):
+                if cand.size == 0:
+                    break
+                block = kept_rows[cand, start:start + BLOCK_WORDS] == row[start:start + BLOCK_WORDS]
+                cand = cand[block.all(axis=1)]
+            if cand.size:
+                match = int(cand[0])
+        if match >= 0:
+            kept_rt[match] = min(kept_rt[match], int(runtime[i]))
+        else:
+            kept_rows[k] = row
+            kept_idx.append(i)
+            kept_rt.append(int(runtime[i]))
+    return np.array(kept_idx, np.int64), np.array(kept_rt, np.int64)
+
+
+def repad_minor_to_major(feat):
+    nonzero = feat[:, SHAPE_DIMS:SHAPE_DIMS + MAX_RANK] != 0
+    rank = np.cumprod(nonzero, axis=1).sum(axis=1)
+    pad = np.arange(MAX_RANK)[None, :] >= rank[:, None]
+    feat[:, MINOR_TO_MAJOR:MINOR_TO_MAJOR + MAX_RANK][pad] = -1.0
+
+
+def prune(z, hops):
+    n = z["node_feat"].shape[0]
+    edges = z["edge_index"].astype(np.int64)
+    keep = np.zeros(n, bool)
+    keep[z["node_config_ids"]] = True
+    for _ in range(hops):
+        frontier = keep.copy()
+        frontier[edges[keep[edges[:, 0]], 1]] = True
+        frontier[edges[keep[edges[:, 1]], 0]] = True
+        keep = frontier
+    kept_nodes = np.flatnonzero(keep)
+    new_id = np.cumsum(keep) - 1
+    edge_kept = keep[edges[:, 0]] & keep[edges[:, 1]]
+    out = {
+        "node_feat": z["node_feat"][kept_nodes].astype(np.float32),
+        "node_opcode": z["node_opcode"][kept_nodes].astype(np.uint8),
+        "edge_index": new_id[edges[edge_kept]].astype(np.int32),
+        "node_config_ids": new_id[z["node_config_ids"]].astype(np.int32),
+        "node_splits": np.searchsorted(kept_nodes, z["node_splits"].reshape(-1)).astype(np.int64),
+    }
+    return out
+
+
+def pack_base7(ncf_int8):
+    """c x nc x 18 in -1..5 -> c x nc uint64, value v at position j worth (v + 1) * 7^j."""
+    weights = (7 ** np.arange(LAYOUT_CONFIG_DIM, dtype=np.uint64)).astype(np.uint64)
+    digits = (ncf_int8.astype(np.int16) + 1).astype(np.uint64)
+    return (digits * weights).sum(axis=2, dtype=np.uint64)
+
+
+def process_tile(z, split, deadline):
+    check_tile(z)
+    feat = z["node_feat"].astype(np.float32)
+    repad_minor_to_major(feat)
+    rt = z["config_runtime"]
+    cf = z["config_feat"].astype(np.float32)
+    norm = z["config_runtime_normalizers"]
+    if split != "test":
+        kept, rt = dedup_pairwise(cf, rt, deadline)
+        cf, norm = cf[kept], norm[kept]
+    return {"node_feat": feat, "node_opcode": z["node_opcode"].astype(np.uint8),
+            "edge_index": z["edge_index"].astype(np.int32), "config_feat": cf,
+            "config_runtime": rt.astype(np.int64),
+            "config_runtime_normalizers": norm.astype(np.int64)}
+
+
+def process_layout(z, split, deadline, hops):
+    ncf = check_layout(z)
+    rt = z["config_runtime"].astype(np.int64)
+    if split != "test":
+        kept, rt = dedup_pairwise(ncf.reshape(ncf.shape[0], -1), rt, deadline)
+        ncf = ncf[kept]
+    out = prune(z, hops)
+    repad_minor_to_major(out["node_feat"])
+    out["config_runtime"] = rt
+    out["node_config_packed"] = pack_base7(ncf)
+    return out
+
+
+def process_file(root, rel, out_dir, deadline, hops):
+    parts = rel.split("/")
+    split = parts[-2]
+    with np.load(os.path.join(root, rel)) as npz:
+        z = {k: npz[k] for k in npz.files}
+    if parts[0] == "tile":
+        out = process_tile(z, split, deadline)
+    else:
+        out = process_layout(z, split, deadline, hops)
+    dest = os.path.join(out_dir, rel)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    np.savez_compressed(dest, **out)
+    return out["config_runtime"].shape[0]
+
+
+def read_files(args):
+    files = list(args.files or [])
+    if args.file_list:
+        with open(args.file_list) as f:
+            files += [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    if not files:
+        sys.exit("no files given (--files or --file-list)")
+    return files
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--input-root", required=True, help="the npz tree (…/npz)")
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--files", nargs="*", help="files relative to the input root")
+    ap.add_argument("--file-list", help="file with one relative path a line")
+    ap.add_argument("--budget", type=float, default=0, help="seconds; 0: no limit")
+    ap.add_argument("--prune-hops", type=int, default=1)
+    ap.add_argument("--report", help="write a JSON report here")
+    args = ap.parse_args()
+    files = read_files(args)
+    start = time.monotonic()
+    deadline = start + args.budget if args.budget > 0 else float("inf")
+    done, rejected, abandoned = [], [], None
+    for rel in files:
+        t0, c0 = time.monotonic(), time.process_time()
+        size = os.path.getsize(os.path.join(args.input_root, rel))
+        try:
+            configs = process_file(args.input_root, rel, args.out, deadline, args.prune_hops)
+        except BudgetExceeded:
+            abandoned = rel
+            break
+        except BadFile as e:
+            rejected.append({"file": rel, "reason": str(e)})
+            configs = 0
+        done.append({"file": rel, "bytes": size, "seconds": time.monotonic() - t0,
+                     "cpu_seconds": time.process_time() - c0, "configs_after": int(configs)})
+        print(f"{len(done)}/{len(files)} {rel}: {size / 1e6:.1f} MB in {done[-1]['seconds']:.1f} s",
+              flush=True)
+        if time.monotonic() > deadline:
+            break
+    report = {"files_given": len(files), "done": done, "rejected": rejected,
+              "abandoned": abandoned, "seconds_done": sum(d["seconds"] for d in done),
+              "cpu_seconds_done": sum(d["cpu_seconds"] for d in done),
+              "bytes_done": sum(d["bytes"] for d in done),
+              "seconds_total": time.monotonic() - start,
+              "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump(report, f, indent=1)
+    print(f"done {len(done)} of {len(files)} files, {report['bytes_done'] / 1e6:.1f} MB in "
+          f"{report['seconds_done']:.1f} s" + (f"; abandoned {abandoned} (budget)" if abandoned else ""))
+
+
+if __name__ == "__main__":
+    main()
