@@ -134,6 +134,19 @@ ScoreSum group_metric(const TrainSettings& s, Ranker& ranker, const GraphSet* se
   return {v[0], v[1]};
 }
 
+// A run killed between writing an epoch's metrics and its checkpoint replays that epoch
+// on resume: its rows are dropped first so that every epoch is recorded once.
+void drop_metrics_after(const std::string& path, int64_t epochs_done) {
+  if (!fs::exists(path)) return;
+  std::vector<MetricsRow> kept;
+  for (const auto& r : read_metrics(path))
+    if (r.epoch <= epochs_done) kept.push_back(r);
+  std::string tmp = path + ".resume";
+  std::remove(tmp.c_str());
+  append_metrics(tmp, kept);
+  rename_durable(tmp, path);
+}
+
 double mean_or_nan(const ScoreSum& x) { return x.count > 0 ? x.sum / x.count : std::nan(""); }
 
 }  // namespace
@@ -217,6 +230,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   if (resume && fs::exists(last)) {
     meta = load_checkpoint(last, *ranker.module, &opt, nullptr);
     spdlog::info("{}: resuming after epoch {} (step {})", label, meta.epochs_done, meta.step);
+    if (rank == 0) drop_metrics_after(fold_metrics_path(s, collection, fold), meta.epochs_done);
   }
   broadcast_parameters(*ranker.module, group);
   verify_parameters(*ranker.module, group);

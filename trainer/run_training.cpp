@@ -78,11 +78,20 @@ std::vector<GraphScores> gather_scores(const std::vector<GraphScores>& mine, con
   return leader_rank == 0 ? deserialize_scores(all) : std::vector<GraphScores>{};
 }
 
-// Folds with a saved best model (predict-only): fold0, fold1, ... below the collection.
+// Folds with a saved best model (predict-only): fold0, fold1, ... of every collection.
+// Every collection must have the same number, or the ensemble would mix runs.
 int saved_folds(const TrainSettings& s, const std::vector<std::string>& collections) {
-  int k = 0;
-  for (const auto& c : collections)
-    while (fs::exists(checkpoint_path(s, c, k, "best"))) ++k;
+  int k = -1;
+  for (const auto& c : collections) {
+    int n = 0;
+    while (fs::exists(checkpoint_path(s, c, n, "best"))) ++n;
+    if (n == 0) throw Error("no saved best checkpoint of " + c + " (train first)", s.output_dir + "/checkpoints");
+    if (k >= 0 && n != k)
+      throw Error(c + " has " + std::to_string(n) + " saved folds, other collections " + std::to_string(k) +
+                      " (rerun training with --fresh)",
+                  s.output_dir + "/checkpoints");
+    k = n;
+  }
   return k;
 }
 
@@ -201,11 +210,13 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
   if (collections.empty()) throw Error("none of data.collections was preprocessed", s.processed_dir);
 
   int k = static_cast<int>(Config::from_text(manifest.settings, "manifest settings").get_int("preprocess.folds"));
+  if (opts.fresh && (opts.resume || opts.predict_only))
+    throw Error("--fresh deletes the checkpoints that --resume and --predict-only need");
+  if (opts.resume && opts.predict_only) throw Error("--resume and --predict-only exclude each other");
   if (opts.predict_only) k = saved_folds(s, collections);
   if (ctx.rank == 0) {
     cfg.log();
     spdlog::info("{} ranks, {} LibTorch threads each, {} folds", ctx.size, threads, k);
-    if (opts.predict_only && k == 0) throw Error("no saved best checkpoints (train first)", s.output_dir + "/checkpoints");
     bool has_ckpt = fs::exists(s.output_dir + "/checkpoints");
     if (has_ckpt && !opts.resume && !opts.fresh && !opts.predict_only)
       throw Error("holds checkpoints of an earlier run: pass --resume to continue it or --fresh to start over",
@@ -223,8 +234,18 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
   std::map<std::string, CollectionSets> sets;
   std::vector<GraphScores> mine;
   for (const auto& c : collections) {
-    sets[c].valid = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("valid"), c + " valid");
-    sets[c].test = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("test"), c + " test");
+    // Predicting with saved models (possibly for new data, whose manifest may have no
+    // transform at all) applies the transform the models were trained with.
+    FeatureTransform trained;
+    const FeatureTransform* override_transform = nullptr;
+    if (opts.predict_only) {
+      peek_checkpoint(checkpoint_path(s, c, 0, "best"), &trained);
+      override_transform = &trained;
+    }
+    sets[c].valid = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("valid"), c + " valid",
+                                               override_transform);
+    sets[c].test = std::make_unique<GraphSet>(s.processed_dir, manifest, c, split_is("test"), c + " test",
+                                              override_transform);
     for (int fold : layout.my_folds()) {
       std::string best = checkpoint_path(s, c, fold, "best");
       if (!opts.predict_only) {

@@ -73,8 +73,14 @@ void set_transforms(const PreprocessSettings& s, const Plan& plan, const Manifes
                     const std::map<std::string, FeatureStats>& stats, Manifest& m) {
   for (const auto& c : m.collections) {
     if (!plan.refit.count(c)) {
-      m.feature_transforms[c] = prev->feature_transforms.at(c);
-      m.feature_files[c] = prev->feature_files.at(c);
+      if (prev->feature_files.count(c)) {  // absent when no train graph was valid
+        m.feature_transforms[c] = prev->feature_transforms.at(c);
+        m.feature_files[c] = prev->feature_files.at(c);
+      }
+      continue;
+    }
+    if (!stats.count(c) && !(prev && prev->feature_files.count(c))) {
+      spdlog::error("{}: no valid train graph, so no feature transform (training on it will fail)", c);
       continue;
     }
     FeatureStats st = stats.count(c) ? stats.at(c)
@@ -128,8 +134,10 @@ void collect_garbage(const std::string& processed_dir, const Manifest& m) {
   std::set<std::string> referenced;
   for (const auto& sh : m.shards) referenced.insert(sh.file);
   for (const auto& [c, f] : m.feature_files) referenced.insert(f);
-  for (const auto& c : Collection::all()) {
-    fs::path dir = fs::path(processed_dir) / collection_dir(c.id());
+  // Only the manifest's collections: a run over fewer collections leaves the others'
+  // files alone (a later run that selects them again redoes them).
+  for (const auto& c : m.collections) {
+    fs::path dir = fs::path(processed_dir) / collection_dir(c);
     if (!fs::is_directory(dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
       if (!e.is_regular_file()) continue;

@@ -25,7 +25,7 @@ int finish_on_rank0(const Config& cfg, const PreprocessSettings& s, const Plan& 
                     const Manifest* previous, const std::vector<Manifest>& partials,
                     const std::map<std::string, FeatureStats>& stats);
 
-// Removes files below the collection directories of processed_dir that the manifest
+// Removes files below the directories of the manifest's collections that the manifest
 // does not reference: shards and feature files of other generations and temporaries.
 void collect_garbage(const std::string& processed_dir, const Manifest& m);
 

@@ -144,7 +144,10 @@ Plan make_plan(const Config& cfg, const std::string& processed_dir, const Manife
       plan.reasons.push_back(c + " " + split + ": " + why);
     }
     bool train_redone = plan.redo_units.count(unit_key(c, "train")) > 0;
-    if (train_redone || !previous || !previous->find_transform(c) || before.transform != now.transform) {
+    // Without a previous feature file (no valid train graph last time) there are no
+    // statistics to refit from: only redoing the train split can give a transform.
+    bool has_stats = previous && previous->feature_files.count(c);
+    if (train_redone || (has_stats && (!previous->find_transform(c) || before.transform != now.transform))) {
       plan.refit.insert(c);
       if (!train_redone) plan.reasons.push_back(c + ": transform settings changed, refit");
     }

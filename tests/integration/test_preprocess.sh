@@ -131,4 +131,8 @@ for fault in preprocess.file_done:1 preprocess.file_done:5 preprocess.before_man
   [ "$on_disk" -eq "$listed" ] || { echo "unreferenced shards left: $on_disk on disk, $listed listed"; exit 1; }
   echo "recovered after kill at $fault"
 done
+step "a rerun over fewer collections leaves the others' shards on disk"
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.collections=[tile:xla] \
+  --set preprocess.prune_hops=2 > "$work/fewer.log" 2>&1 || { cat "$work/fewer.log"; exit 1; }
+ls "$work/p2"/layout_nlp_random/train/*.h5 > /dev/null || { echo "other collections' shards were deleted"; exit 1; }
 echo "PASS test_preprocess"

@@ -96,4 +96,31 @@ assert not diff, [(k, a[k], b[k]) for k in diff[:5]]
 print(f"{len(a)} metric rows identical after resume")
 PY
 cmp "$work/run/submission.csv" "$work/run2/submission.csv"
+step "predict-only on new data: a tree with only test graphs (no train, so no transform of its own)"
+"$BIN/tpuperf-synth" --out "$work/new" --scale tiny --seed 11 >/dev/null 2>&1
+find "$work/new/npz" -path '*/train/*.npz' -delete
+find "$work/new/npz" -path '*/valid/*.npz' -delete
+set +e
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.raw_dir="$work/new/npz" \
+  --set data.processed_dir="$work/new_processed" > "$work/new_pre.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || { tail -20 "$work/new_pre.log"; echo "preprocessing test-only data failed ($rc)"; exit 1; }
+grep -q "no valid train graph" "$work/new_pre.log"
+# A rerun of that output has nothing to do (no transform to refit, no crash).
+mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.raw_dir="$work/new/npz" \
+  --set data.processed_dir="$work/new_processed" > "$work/new_pre2.log" 2>&1 || { tail -20 "$work/new_pre2.log"; exit 1; }
+grep -q "nothing to do" "$work/new_pre2.log"
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --predict-only --set data.processed_dir="$work/new_processed" \
+  --set output.dir="$work/run" > "$work/new_pred.log" 2>&1 || { tail -30 "$work/new_pred.log"; exit 1; }
+"$BIN/tpuperf-score" --submission "$work/run/submission.csv" --truth "$work/new" > "$work/new_score.txt" \
+  || { cat "$work/new_score.txt"; exit 1; }
+grep -q "^overall" "$work/new_score.txt"
+
+step "contradictory flags are refused"
+set +e
+mpi 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --predict-only > "$work/flags.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q "fresh" "$work/flags.log" || { cat "$work/flags.log"; exit 1; }
 echo "PASS test_train"
