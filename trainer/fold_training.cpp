@@ -28,7 +28,6 @@ TrainSettings::TrainSettings(const Config& cfg)
       output_dir(cfg.get_path("output.dir")),
       collections(cfg.get_list("data.collections")),
       epochs(cfg.get_int("train.epochs")),
-      steps_per_epoch(cfg.get_int("train.steps_per_epoch")),
       graphs_per_step(cfg.get_int("train.graphs_per_step")),
       tile_slate(cfg.get_int("train.tile_slate")),
       layout_slate(cfg.get_int("train.layout_slate")),
@@ -39,6 +38,11 @@ TrainSettings::TrainSettings(const Config& cfg)
       grad_clip(cfg.get_float("train.grad_clip")),
       seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
       ensemble(cfg.get_string("output.ensemble")) {
+  int64_t steps = cfg.get_int("train.steps_per_epoch");
+  tile_steps_per_epoch = cfg.get_int("train.tile_steps_per_epoch");
+  layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
+  if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
+  if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
   loss.name = cfg.get_string("train.loss");
   loss.margin = cfg.get_float("train.hinge_margin");
   for (auto [prefix, opts] : {std::pair{"model.tile.", &tile_model}, std::pair{"model.layout.", &layout_model}}) {
@@ -241,7 +245,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   so.graphs_per_step = s.graphs_per_step;
   so.slate = s.slate(train.kind());
   SlateSampler sampler(train.num_configs(), so);
-  int64_t spe = s.steps_per_epoch > 0 ? s.steps_per_epoch : sampler.steps_per_pass();
+  int64_t spe = s.steps_per_epoch(train.kind()) > 0 ? s.steps_per_epoch(train.kind()) : sampler.steps_per_pass();
   int64_t total = s.epochs * spe;
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
     // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.

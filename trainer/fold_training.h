@@ -20,7 +20,8 @@ namespace tpuperf {
 struct TrainSettings {
   std::string processed_dir, output_dir;
   std::vector<std::string> collections;
-  int64_t epochs = 10, steps_per_epoch = 0, graphs_per_step = 8;
+  int64_t epochs = 10, graphs_per_step = 8;
+  int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
   LossOptions loss;
@@ -30,6 +31,9 @@ struct TrainSettings {
 
   explicit TrainSettings(const Config& cfg);
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
+  int64_t steps_per_epoch(Kind kind) const {
+    return kind == Kind::Tile ? tile_steps_per_epoch : layout_steps_per_epoch;
+  }
   const ModelOptions& model(Kind kind) const { return kind == Kind::Tile ? tile_model : layout_model; }
 };
 
