@@ -1,0 +1,481 @@
+#!/usr/bin/env bash
+# Training benchmark: prints figures and writes the "Training" section of
+# tests/bench/RESULTS.md. Not a test (no timed assertions); not part of ctest.
+#
+#   quality     the small generated tree (tpuperf-synth --scale small --seed 0), 2 folds,
+#               all five collections trained with the demo candidate config on 2 ranks, the
+#               submission scored with tpuperf-score against the generated truth, beside the
+#               random and default-first baselines;
+#   throughput  tpuperf-train (1 rank, train.threads_per_rank=1) against the PyTorch-Python
+#               reference (reference_train.py, torch.set_num_threads(1)) on the same graphs,
+#               slates and model (folds=1 processed dir, so one model per collection):
+#               configs/s of the training steps, per-epoch losses compared;
+#   scaling     tpuperf-train with 1 and 2 ranks in one fold group (folds=1), same
+#               graphs_per_step: efficiency = (cps_2 / cps_1) / 2;
+#   bench       (optional, --bench-tree) the bench-scale tree, if helper data exists or is
+#               generated: a short run on some collections, scored like the quality part.
+#
+# Every part stores its figures in $CACHE/train-results/<part>.json; the section is written
+# from whatever results exist, each table stamped with its own run time, so one part can be
+# rerun alone (e.g. --throughput-only) without losing the others.
+#
+# Usage: bench_train.sh [BIN_DIR] [--quality-only | --throughput-only | --scaling-only]
+#                       [--skip-quality] [--skip-throughput] [--skip-scaling] [--bench-tree]
+#                       [--rounds N] [--no-results]
+# Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
+#   RESULTS (default <repo>/tests/bench/RESULTS.md); TP_COLLECTIONS (default
+#   "tile:xla layout:xla:random layout:nlp:random"): collections of the throughput and
+#   scaling parts; TP_EPOCHS (default 3): epochs of those runs; TPUPERF_BENCH_RAW
+#   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
+#   BENCH_COLLECTIONS (default [tile:xla,layout:xla:default]), BENCH_EPOCHS (2),
+#   BENCH_STEPS (30): what --bench-tree trains.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+BIN=$SRC/build/bin
+DO_QUALITY=1 DO_THROUGHPUT=1 DO_SCALING=1 DO_BENCH=0 ROUNDS=2 WRITE=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quality-only) DO_THROUGHPUT=0 DO_SCALING=0 ;;
+    --throughput-only) DO_QUALITY=0 DO_SCALING=0 ;;
+    --scaling-only) DO_QUALITY=0 DO_THROUGHPUT=0 ;;
+    --skip-quality) DO_QUALITY=0 ;;
+    --skip-throughput) DO_THROUGHPUT=0 ;;
+    --skip-scaling) DO_SCALING=0 ;;
+    --bench-tree) DO_BENCH=1 ;;
+    --rounds) ROUNDS=$2; shift ;;
+    --no-results) WRITE=0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -*) echo "unknown option $1 (see --help)"; exit 2 ;;
+    *) BIN=$1 ;;
+  esac
+  shift
+done
+BIN=$(cd "$BIN" && pwd)
+CACHE=${TPUPERF_BENCH_DIR:-/tmp/tpuperf-bench}
+SMALL=$CACHE/small
+BENCH_GEN=${TPUPERF_BENCH_RAW:-$CACHE/raw}
+WORK=$CACHE/train-work
+RES=$CACHE/train-results
+RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
+TP_COLLECTIONS=${TP_COLLECTIONS:-tile:xla layout:xla:random layout:nlp:random}
+TP_EPOCHS=${TP_EPOCHS:-3}
+PY=/usr/bin/python3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One thread per process on both sides; LibTorch's count is train.threads_per_rank.
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+for b in tpuperf-synth tpuperf-preprocess tpuperf-train tpuperf-score; do
+  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first)"; exit 2; }
+done
+if [ "$DO_THROUGHPUT" = 1 ] && ! $PY -c "import torch, h5py" 2>/dev/null; then
+  echo "the throughput part needs PyTorch and h5py for $PY: apt-get install -y python3-torch python3-h5py"
+  exit 2
+fi
+mkdir -p "$WORK" "$RES"
+load1() { cut -d' ' -f1 /proc/loadavg; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
+mpi() { local np=$1; shift; mpirun --bind-to none --oversubscribe -np "$np" "$@"; }
+stamp() { date -u '+%Y-%m-%d %H:%M UTC'; }
+echo "training bench started $(stamp); load: $(uptime)"
+
+# The demo candidate: what the quality part trains, and the model and slate sizes the
+# throughput and scaling parts time (train.* and model.* keys of common/config_schema.cpp).
+QUALITY_SETTINGS=$(cat <<'YAML'
+train:
+  epochs: 8
+  seed: 0
+  threads_per_rank: 1
+  lr: 0.003
+  graphs_per_step: 8
+  steps_per_epoch: 20
+  tile_slate: 64
+  layout_slate: 16
+  eval_max_configs: 100
+model:
+  tile: {hidden: 32, layers: 2, dropout: 0.1, attention_heads: 0}
+  layout: {hidden: 32, layers: 2, dropout: 0.1, attention_heads: 4}
+YAML
+)
+# yaml key -> value of QUALITY_SETTINGS, for the reference's command line.
+setting() {
+  $PY - "$1" <<PY
+import re, sys
+text = """$QUALITY_SETTINGS"""
+section, key = sys.argv[1].split(".", 1)
+if section == "model":
+    kind, name = key.split(".")
+    m = re.search(r"^  %s: \{(.*)\}" % kind, text, re.M)
+    print(dict(kv.strip().split(": ") for kv in m.group(1).split(","))[name])
+else:
+    print(re.search(r"^  %s: (\S+)" % key, text, re.M).group(1))
+PY
+}
+
+# The small tree, generated once and kept (tpuperf-synth is deterministic per seed).
+if [ ! -f "$SMALL/.complete" ]; then
+  echo "== generating the small tree into $SMALL"
+  rm -rf "$SMALL"
+  "$BIN/tpuperf-synth" --out "$SMALL" --scale small --seed 0 --log-level warn
+  touch "$SMALL/.complete"
+fi
+
+# preprocess NAME RAW_NPZ FOLDS [collections]: processed dir $WORK/NAME.
+preprocess() {
+  local name=$1 raw=$2 folds=$3 colls=${4:-}
+  local extra=()
+  [ -n "$colls" ] && extra=(--set "data.collections=$colls")
+  rm -rf "${WORK:?}/$name"
+  cat > "$WORK/$name.yaml" <<YAML
+data:
+  raw_dir: $raw
+  processed_dir: $WORK/$name
+preprocess:
+  folds: $folds
+  seed: 0
+  shard_mb: 64
+YAML
+  mpi 2 "$BIN/tpuperf-preprocess" --config "$WORK/$name.yaml" "${extra[@]}" > "$WORK/$name.preprocess.log" 2>&1 \
+    || { tail -20 "$WORK/$name.preprocess.log"; exit 1; }
+}
+
+# train_cfg FILE PROCESSED OUTPUT: the quality settings on a processed dir.
+train_cfg() {
+  { printf 'data:\n  processed_dir: %s\n' "$2"; printf '%s\n' "$QUALITY_SETTINGS"; printf 'output:\n  dir: %s\n' "$3"; } > "$1"
+}
+
+# ------------------------------------------------------------------------------ quality
+if [ "$DO_QUALITY" = 1 ]; then
+  echo "== quality: small tree, 2 folds, all collections, 2 ranks"
+  preprocess small-k2 "$SMALL/npz" 2
+  train_cfg "$WORK/quality.yaml" "$WORK/small-k2" "$WORK/quality-run"
+  l0=$(load1); t0=$(now)
+  mpi 2 "$BIN/tpuperf-train" --config "$WORK/quality.yaml" --fresh > "$WORK/quality.train.log" 2>&1 \
+    || { tail -30 "$WORK/quality.train.log"; exit 1; }
+  wall=$(since "$t0"); l1=$(load1)
+  "$BIN/tpuperf-score" --submission "$WORK/quality-run/submission.csv" --truth "$SMALL" --json > "$WORK/quality.score.json"
+  "$BIN/tpuperf-score" --submission "$WORK/quality-run/submission.csv" --truth "$SMALL"
+  $PY - "$WORK" "$RES/quality.json" "$wall" "$l0" "$l1" "$(stamp)" "$QUALITY_SETTINGS" <<'PY'
+import csv, json, re, sys
+work, out, wall, l0, l1, when, settings = sys.argv[1:]
+score = json.load(open(f"{work}/quality.score.json"))
+valid = {}
+for line in open(f"{work}/quality.train.log"):
+    m = re.search(r"\] (\S+): valid score ensemble (\S+) \(random (\S+)(?:, default-first (\S+))?\), cv (\S+)", line)
+    if m:
+        valid[m[1]] = dict(ensemble=float(m[2]), random=float(m[3]),
+                           default_first=float(m[4]) if m[4] else None, cv=float(m[5]))
+rows = list(csv.DictReader(open(f"{work}/quality-run/metrics.csv")))
+train_s = sum(float(r["elapsed_s"]) for r in rows if r["split"] == "train" and r["elapsed_s"])
+json.dump(dict(when=when, wall_s=float(wall), train_step_s=train_s, load=[float(l0), float(l1)],
+               settings=settings, score=score, valid=valid,
+               command="mpirun --bind-to none -np 2 tpuperf-train --config quality.yaml --fresh"),
+          open(out, "w"), indent=1)
+print(f"quality: {float(wall):.0f} s wall for tpuperf-train on 2 ranks")
+PY
+fi
+
+# ------------------------------------------------------- throughput and scaling helpers
+# tp_run TAG NP COLLECTION: tpuperf-train on the folds=1 dir; appends a JSON line to
+# $WORK/runs.jsonl with the epochs' losses and the configs/s of the training steps.
+tp_run() {
+  local tag=$1 np=$2 coll=$3 out=$WORK/runs/$1
+  rm -rf "$out"
+  train_cfg "$WORK/$tag.yaml" "$WORK/small-k1" "$out"
+  local l0; l0=$(load1)
+  mpi "$np" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" --fresh --set "data.collections=[$coll]" \
+    --set train.epochs="$TP_EPOCHS" --set train.threads_per_rank=1 --set train.eval_max_configs=20 \
+    > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
+  $PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" >> "$WORK/runs.jsonl" <<'PY'
+import csv, json, sys
+path, tag, np_, coll, l0, l1 = sys.argv[1:]
+rows = [r for r in csv.DictReader(open(path)) if r["split"] == "train"]
+configs = sum(float(r["configs_per_s"]) * float(r["elapsed_s"]) for r in rows)
+seconds = sum(float(r["elapsed_s"]) for r in rows)
+print(json.dumps(dict(tag=tag, tool="tpuperf", ranks=int(np_), collection=coll, configs=configs,
+                      seconds=seconds, cps=configs / seconds, losses=[float(r["loss"]) for r in rows],
+                      load=[float(l0), float(l1)])))
+PY
+  tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print(f\"  tpuperf {r['ranks']} rank(s) {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}\")"
+}
+
+# ref_run TAG COLLECTION: the reference on the same dir and settings.
+ref_run() {
+  local tag=$1 coll=$2 kind=layout
+  [[ $coll == tile:* ]] && kind=tile
+  local l0; l0=$(load1)
+  $PY "$HERE/reference_train.py" --processed "$WORK/small-k1" --collection "$coll" --fold 0 \
+    --epochs "$TP_EPOCHS" --steps-per-epoch "$(setting train.steps_per_epoch)" \
+    --graphs-per-step "$(setting train.graphs_per_step)" --slate "$(setting "train.${kind}_slate")" \
+    --hidden "$(setting "model.$kind.hidden")" --layers "$(setting "model.$kind.layers")" \
+    --dropout "$(setting "model.$kind.dropout")" --heads "$(setting "model.$kind.attention_heads")" \
+    --lr "$(setting train.lr)" --seed "$(setting train.seed)" --threads 1 --profile-steps 3 \
+    --compare-checkpoint "$WORK/runs/$tag-tp/checkpoints/$(echo "$coll" | tr : _)/fold0/last.pt" \
+    --json "$WORK/$tag.ref.json" > "$WORK/$tag.ref.log" 2>&1 || { tail -30 "$WORK/$tag.ref.log"; exit 1; }
+  $PY - "$WORK/$tag.ref.json" "$tag" "$l0" "$(load1)" >> "$WORK/runs.jsonl" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+configs = sum(e["configs"] for e in r["epochs"])
+seconds = sum(e["seconds"] for e in r["epochs"])
+print(json.dumps(dict(tag=sys.argv[2], tool="reference", ranks=1, collection=r["collection"], configs=configs,
+                      seconds=seconds, cps=configs / seconds, losses=[e["loss"] for e in r["epochs"]],
+                      max_abs_param_diff=r.get("max_abs_param_diff"), torch=r["torch"],
+                      batch_share=sum(e["batch_seconds"] for e in r["epochs"]) / seconds,
+                      profile=r.get("profile"),
+                      load=[float(sys.argv[3]), float(sys.argv[4])])))
+PY
+  tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print(f\"  reference {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}, max |param diff| {r['max_abs_param_diff']:.2g}\")"
+}
+
+# collect PART: the runs of this invocation into $RES/PART.json.
+collect() {
+  $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$TP_EPOCHS" "$ROUNDS" "$QUALITY_SETTINGS" <<'PY'
+import json, sys
+runs_path, out, when, epochs, rounds, settings = sys.argv[1:]
+runs = [json.loads(l) for l in open(runs_path)]
+json.dump(dict(when=when, epochs=int(epochs), rounds=int(rounds), settings=settings, runs=runs),
+          open(out, "w"), indent=1)
+PY
+}
+
+if [ "$DO_THROUGHPUT" = 1 ] || [ "$DO_SCALING" = 1 ]; then
+  preprocess small-k1 "$SMALL/npz" 1
+fi
+
+# --------------------------------------------------------------------------- throughput
+# Rounds alternate the two tools so that both see the same share of the machine's load.
+if [ "$DO_THROUGHPUT" = 1 ]; then
+  echo "== throughput: tpuperf (1 rank, 1 thread) vs reference (1 thread), $ROUNDS rounds"
+  : > "$WORK/runs.jsonl"
+  for coll in $TP_COLLECTIONS; do
+    for r in $(seq 1 "$ROUNDS"); do
+      tag="tp-$(echo "$coll" | tr : _)-r$r"
+      tp_run "$tag-tp" 1 "$coll"
+      ref_run "$tag" "$coll"
+    done
+  done
+  collect throughput
+fi
+
+# ------------------------------------------------------------------------------ scaling
+if [ "$DO_SCALING" = 1 ]; then
+  echo "== scaling: tpuperf 1 vs 2 ranks in one fold group, $ROUNDS rounds"
+  : > "$WORK/runs.jsonl"
+  for coll in $TP_COLLECTIONS; do
+    for r in $(seq 1 "$ROUNDS"); do
+      tag="sc-$(echo "$coll" | tr : _)-r$r"
+      tp_run "$tag-np1" 1 "$coll"
+      tp_run "$tag-np2" 2 "$coll"
+    done
+  done
+  collect scaling
+fi
+
+# -------------------------------------------------------------------- bench tree (opt.)
+BENCH_COLLECTIONS=${BENCH_COLLECTIONS:-[tile:xla,layout:xla:default]}
+if [ "$DO_BENCH" = 1 ]; then
+  echo "== bench tree: $BENCH_COLLECTIONS, short run"
+  if [ ! -f "$BENCH_GEN/.complete" ]; then
+    rm -rf "$BENCH_GEN"
+    "$BIN/tpuperf-synth" --out "$BENCH_GEN" --scale bench --seed 0 --log-level warn
+    touch "$BENCH_GEN/.complete"
+  fi
+  t0=$(now)
+  preprocess bench-k2 "$BENCH_GEN/npz" 2 "$BENCH_COLLECTIONS"
+  pre_s=$(since "$t0")
+  train_cfg "$WORK/bench.yaml" "$WORK/bench-k2" "$WORK/bench-run"
+  l0=$(load1); t0=$(now)
+  mpi 2 "$BIN/tpuperf-train" --config "$WORK/bench.yaml" --fresh --set "data.collections=$BENCH_COLLECTIONS" \
+    --set train.epochs="${BENCH_EPOCHS:-2}" --set train.steps_per_epoch="${BENCH_STEPS:-30}" \
+    > "$WORK/bench.train.log" 2>&1 || { tail -30 "$WORK/bench.train.log"; exit 1; }
+  wall=$(since "$t0"); l1=$(load1)
+  # A truth tree holding only the trained collections, so that tpuperf-score does not ask
+  # for the others' test graphs.
+  rm -rf "$WORK/bench-truth"
+  for c in $(echo "$BENCH_COLLECTIONS" | tr -d '[]' | tr , ' '); do
+    sub=$(echo "$c" | tr : /)
+    mkdir -p "$WORK/bench-truth/$(dirname "$sub")"
+    ln -s "$BENCH_GEN/truth/$sub" "$WORK/bench-truth/$sub"
+  done
+  "$BIN/tpuperf-score" --submission "$WORK/bench-run/submission.csv" --truth "$WORK/bench-truth" --json \
+    > "$WORK/bench.score.json"
+  "$BIN/tpuperf-score" --submission "$WORK/bench-run/submission.csv" --truth "$WORK/bench-truth"
+  $PY - "$WORK" "$RES/bench.json" "$wall" "$pre_s" "$l0" "$l1" "$(stamp)" "$BENCH_COLLECTIONS" \
+      "${BENCH_EPOCHS:-2}" "${BENCH_STEPS:-30}" <<'PY'
+import csv, json, sys
+work, out, wall, pre_s, l0, l1, when, colls, epochs, steps = sys.argv[1:]
+rows = [r for r in csv.DictReader(open(f"{work}/bench-run/metrics.csv")) if r["split"] == "train"]
+cps = {}
+for r in rows:
+    c = cps.setdefault(r["collection"], [0.0, 0.0])
+    c[0] += float(r["configs_per_s"]) * float(r["elapsed_s"])
+    c[1] += float(r["elapsed_s"])
+json.dump(dict(when=when, wall_s=float(wall), preprocess_s=float(pre_s), load=[float(l0), float(l1)],
+               collections=colls, epochs=int(epochs), steps_per_epoch=int(steps),
+               score=json.load(open(f"{work}/bench.score.json")),
+               cps={k: v[0] / v[1] for k, v in cps.items()}), open(out, "w"), indent=1)
+PY
+fi
+
+# ---------------------------------------------------------------------------- RESULTS.md
+[ "$WRITE" = 1 ] || exit 0
+$PY - "$RES" "$RESULTS" "$SMALL" "$BENCH_GEN" <<'PY'
+import json, os, re, statistics, sys
+res, results, small, bench_gen = sys.argv[1:]
+
+def load(name):
+    p = os.path.join(res, name + ".json")
+    return json.load(open(p)) if os.path.exists(p) else None
+
+quality, tp, sc, bench = load("quality"), load("throughput"), load("scaling"), load("bench")
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+def f4(v):
+    return "n/a" if v is None else f"{v:.4f}"
+
+mem_gb = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
+lines = ["## Training", "",
+         "Written by `tests/bench/bench_train.sh` (each table from its part's last run; the run "
+         "time and the 1-minute load average, at start → end, are given per part).", "",
+         f"Machine: {os.cpu_count()} cores (nproc), {cpu_model()}, {mem_gb:.1f} GiB memory; "
+         "other jobs (compilers, other benchmarks) may share it: the load figures say how much.", ""]
+
+def score_table(q, label):
+    out = ["| collection | test graphs | tpuperf ensemble | random | default-first | beats random | "
+           "beats default-first |", "|---|---|---|---|---|---|---|"]
+    for c in q["score"]["collections"]:
+        s, r, d = c["score"], c["random_baseline"], c["default_first_baseline"]
+        out.append(f"| {c['collection']} | {c['graphs']} | {f4(s)} | {f4(r)} | {f4(d)} | "
+                   f"{'yes' if s > r else '**no**'} | "
+                   f"{'n/a' if d is None else ('yes' if s > d else '**no**')} |")
+    o = q["score"]["overall"]
+    out.append(f"| overall | | {f4(o['score'])} | {f4(o['random_baseline'])} | "
+               f"{f4(o['default_first_baseline'])} | | |")
+    return out
+
+if quality:
+    q = quality
+    lines += ["### Quality (small tree)", "",
+              f"Run {q['when']}, load {q['load'][0]:.2f} → {q['load'][1]:.2f}. Data: `tpuperf-synth "
+              f"--out {small} --scale small --seed 0`, `tpuperf-preprocess` with `preprocess.folds=2`; "
+              f"`{q['command']}` with these settings (the rest as in configs/demo.yaml):", "", "```yaml",
+              q["settings"], "```", "",
+              f"Wall time of tpuperf-train (load, 2 folds x 5 collections, evaluation, test "
+              f"prediction): {q['wall_s']:.0f} s; of which training steps {q['train_step_s']:.0f} s "
+              "(summed over the folds, which run on the two ranks at once).", "",
+              "Test scores by `tpuperf-score --submission submission.csv --truth <tree> --json` "
+              "(tile: mean of 2 - best of top-5 / best, layout: Kendall tau; higher is better; "
+              "default-first is n/a for layout):", ""]
+    lines += score_table(q, "test")
+    lines += ["", "Validation split, as logged by tpuperf-train (ensemble of the fold models; cv = "
+              "mean out-of-fold score of the best epochs):", "",
+              "| collection | ensemble | random | default-first | cv |", "|---|---|---|---|---|"]
+    for c, v in q["valid"].items():
+        lines.append(f"| {c} | {f4(v['ensemble'])} | {f4(v['random'])} | {f4(v['default_first'])} | {f4(v['cv'])} |")
+    lines.append("")
+
+def compact(settings):
+    """The YAML settings on one line, for prose."""
+    return "; ".join(l.strip() for l in settings.splitlines() if l.startswith("  "))
+
+def by(runs, **kw):
+    return [r for r in runs if all(r[k] == v for k, v in kw.items())]
+
+def best(runs):
+    return max(r["cps"] for r in runs)
+
+def loads(runs):
+    return ", ".join(f"{r['load'][0]:.1f}" for r in runs)
+
+def all_cps(runs):
+    return ", ".join(f"{r['cps']:.0f}" for r in runs)
+
+if tp:
+    runs = tp["runs"]
+    colls = list(dict.fromkeys(r["collection"] for r in runs))
+    lines += ["### Throughput: tpuperf-train vs PyTorch-Python reference (1 core each)", "",
+              f"Run {tp['when']}. Processed dir: the small tree with `preprocess.folds=1` (one model "
+              f"per collection, trained on all train graphs). Both sides: {tp['epochs']} epochs, the "
+              f"settings of the quality part ({compact(tp['settings'])}), 1 thread "
+              "(`train.threads_per_rank=1` / `torch.set_num_threads(1)`, OMP/OpenBLAS threads 1). "
+              f"tpuperf: `mpirun -np 1 tpuperf-train ... --set data.collections=[C] --set "
+              f"train.epochs={tp['epochs']} --set train.threads_per_rank=1`; reference: "
+              f"`/usr/bin/python3 tests/bench/reference_train.py --processed DIR --collection C "
+              f"--epochs {tp['epochs']} ... --threads 1` (Debian python3-torch, "
+              f"torch.__version__ {next((r['torch'] for r in runs if r.get('torch')), '?')}). configs/s = configs of all "
+              "training steps / their seconds (evaluation and loading excluded on both sides); "
+              f"{tp['rounds']} rounds alternating the tools, best round shown, all rounds in brackets.", "",
+              "| collection | tpuperf configs/s per core | reference configs/s per core | ratio | target | "
+              "same losses (max rel. diff) | max abs. weight diff after training | load per round (tp; ref) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c in colls:
+        t, r = by(runs, collection=c, tool="tpuperf"), by(runs, collection=c, tool="reference")
+        if not t or not r:
+            continue
+        rel = max(abs(a - b) / max(abs(a), 1e-12) for x, y in zip(t, r) for a, b in zip(x["losses"], y["losses"]))
+        wd = max(y["max_abs_param_diff"] for y in r if y.get("max_abs_param_diff") is not None)
+        target = ">= 3" if c.startswith("tile:") else ">= 1.3"
+        lines.append(f"| {c} | {best(t):.1f} ({all_cps(t)}) | {best(r):.1f} ({all_cps(r)}) | "
+                     f"**{best(t) / best(r):.2f}** | {target} | {rel:.1e} | {wd:.1e} | {loads(t)}; {loads(r)} |")
+    lines += ["", "Where a step's time goes (self CPU time per LibTorch op, PyTorch profiler on 3 "
+              "extra reference steps after training; tpuperf calls the same ops; the reference's "
+              "Python-side batch building is given as its share of the timed steps):", ""]
+    for c in colls:
+        r = [x for x in by(runs, collection=c, tool="reference") if x.get("profile")]
+        if r:
+            ops = ", ".join(f"{p['op'].replace('aten::', '')} {100 * p['share']:.0f}%" for p in r[0]["profile"])
+            lines.append(f"- {c}: {ops}; batch building {100 * r[0]['batch_share']:.1f}%")
+    lines += ["", "The reference builds the same modules in the same order from the same seeds, draws "
+              "the same slates (tpuperf's sampler re-implemented) and applies the same dropout masks, "
+              "so its per-epoch training losses match tpuperf's (column 'same losses'): both sides do "
+              "the same work. Where the reference differs it is favoured: it keeps every layout "
+              "config row in memory (tpuperf reads each slate's rows from the HDF5 shard inside the "
+              "step) and draws an epoch's slates before its clock starts.", ""]
+
+if sc:
+    runs = sc["runs"]
+    colls = list(dict.fromkeys(r["collection"] for r in runs))
+    lines += ["### Data-parallel scaling inside one fold group", "",
+              f"Run {sc['when']}. `preprocess.folds=1`, so `mpirun -np 2` makes one group of 2 ranks "
+              f"(gradients all-reduced every step); threads_per_rank=1, the same graphs_per_step "
+              f"({sc['settings'].split('graphs_per_step: ')[1].split()[0]}) and slates, {sc['epochs']} epochs; "
+              f"{sc['rounds']} rounds alternating 1 and 2 ranks, best round shown.", "",
+              "| collection | 1 rank configs/s | 2 ranks configs/s | efficiency (cps_2 / cps_1) / 2 | "
+              "target | loads 1 rank; 2 ranks |", "|---|---|---|---|---|---|"]
+    for c in colls:
+        one, two = by(runs, collection=c, ranks=1), by(runs, collection=c, ranks=2)
+        if not one or not two:
+            continue
+        eff = best(two) / best(one) / 2
+        lines.append(f"| {c} | {best(one):.1f} ({all_cps(one)}) | {best(two):.1f} ({all_cps(two)}) | "
+                     f"**{100 * eff:.0f}%** | "
+                     f">= 85% | {loads(one)}; {loads(two)} |")
+    lines += ["", "On this 2-core machine the 2-rank runs need both cores: any other job's load "
+              "lowers them more than the 1-rank runs.", ""]
+
+if bench:
+    b = bench
+    lines += ["### Bench tree (short run)", "",
+              f"Run {b['when']}, load {b['load'][0]:.2f} → {b['load'][1]:.2f}. `tpuperf-synth --scale bench "
+              f"--seed 0` ({bench_gen}), collections {b['collections']}, folds 2, preprocessing "
+              f"{b['preprocess_s']:.0f} s on 2 ranks; tpuperf-train on 2 ranks with the quality settings but "
+              f"{b['epochs']} epochs of {b['steps_per_epoch']} steps: {b['wall_s']:.0f} s wall. Training "
+              "configs/s (per fold, 1 rank each): "
+              + ", ".join(f"{k} {v:.0f}" for k, v in b["cps"].items()) + ".", ""]
+    lines += score_table(b, "test")
+    lines.append("")
+
+section = "\n".join(lines).rstrip("\n") + "\n"
+text = open(results).read() if os.path.exists(results) else "# Benchmarks\n\n"
+m = re.search(r"^## Training\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
+text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + section
+open(results, "w").write(text.rstrip("\n") + "\n")
+print(section)
+PY
+echo "wrote $RESULTS"

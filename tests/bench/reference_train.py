@@ -1,0 +1,531 @@
+#!/usr/bin/python3
+"""Reference trainer for the training benchmark: the model and loop of tpuperf-train
+(trainer/models.cpp, losses.cpp, graph_ops.cpp, batch.cpp, sampler.cpp and train_fold /
+train_step in fold_training.cpp) written in plain PyTorch (index_add_ / scatter_reduce, no
+PyG), fed from the same HDF5 shards (common/shard.h) with the manifest's feature transform.
+
+It reproduces tpuperf's run of one fold on one rank: the same train graphs in manifest
+order, the same slates (the splitmix64 sampler re-implemented), the same initial weights
+and dropout masks (torch.manual_seed with tpuperf's mix_seed, modules built in the same
+order), the same batch layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient
+clipping. So its per-epoch losses should equal the ones tpuperf logs, and its final
+weights the fold's last.pt (--compare-checkpoint), up to float rounding: that is the check
+that both sides train the same thing before their speeds are compared.
+
+Timing: only the optimizer steps of an epoch (batch building, forward, loss, backward,
+clipping, AdamW), as tpuperf's "configs/s" does. Unlike tpuperf, which reads layout config
+rows from the shard at every step and samples inside the step, the reference holds every
+row in memory and draws an epoch's slates before its clock starts: both differences favour
+the reference.
+
+Usage: reference_train.py --processed DIR --collection C [--fold F] [options] [--json OUT]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+M64 = (1 << 64) - 1
+NUM_OPCODES = 121
+TILE_CONFIG_DIM = 24
+LAYOUT_CONFIG_DIM = 18
+LAYOUT_LEVELS = 7
+
+# ----------------------------------------------------------------- seeds (common/hash.cpp)
+P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+
+
+def rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def hasher_digest(seed, data):
+    """tpuperf::Hasher(seed).update(data).digest()."""
+    lanes = [(seed + P1 * (i + 1)) & M64 for i in range(4)]
+    n = len(data)
+    full = n - n % 32
+    for at in range(0, full, 32):
+        for i in range(4):
+            v = int.from_bytes(data[at + 8 * i:at + 8 * i + 8], "little")
+            lanes[i] = (rotl((lanes[i] + v * P2) & M64, 31) * P1) & M64
+    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
+    h ^= (n * P3) & M64
+    for b in data[full:]:
+        h = (rotl(h ^ ((b * P1) & M64), 11) * P2) & M64
+    h ^= h >> 33
+    h = (h * P2) & M64
+    h ^= h >> 29
+    h = (h * P3) & M64
+    h ^= h >> 32
+    return h
+
+
+def mix_seed(seed, what):
+    """fold_training.cpp mix_seed: the torch seed of a fold's init and of each epoch."""
+    return hasher_digest(seed, what.encode()) & 0x7FFFFFFFFFFFFFFF
+
+
+# --------------------------------------------------------------- sampler (sampler.cpp)
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def mix(key, value):
+    return splitmix64(key ^ splitmix64(value & M64))
+
+
+class Rng:
+    def __init__(self, key):
+        self.state = key
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & M64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+        return z ^ (z >> 31)
+
+    def below(self, n):
+        limit = M64 - M64 % n
+        x = self.next()
+        while x >= limit:
+            x = self.next()
+        return x % n
+
+
+PERM_TAG, SLATE_TAG = 0x7065726D, 0x736C6174
+
+
+def sample_without_replacement(n, k, key):
+    if n <= k:
+        return list(range(n))
+    rng, taken = Rng(key), set()
+    for j in range(n - k, n):
+        t = rng.below(j + 1)
+        taken.add(j if t in taken else t)
+    return sorted(taken)
+
+
+class SlateSampler:
+    def __init__(self, num_configs, seed, fold, graphs_per_step, slate):
+        self.num_configs, self.seed, self.fold = num_configs, seed, fold
+        self.graphs_per_step, self.slate = graphs_per_step, slate
+        self.cache = (None, None)
+
+    def steps_per_pass(self):
+        return (len(self.num_configs) + self.graphs_per_step - 1) // self.graphs_per_step
+
+    def step_key(self, epoch, tag):
+        return mix(mix(mix(self.seed, tag), self.fold), epoch)
+
+    def permutation(self, epoch, cycle):
+        if self.cache[0] == (epoch, cycle):
+            return self.cache[1]
+        perm = list(range(len(self.num_configs)))
+        rng = Rng(mix(self.step_key(epoch, PERM_TAG), cycle))
+        for i in range(len(perm), 1, -1):
+            j = rng.below(i)
+            perm[i - 1], perm[j] = perm[j], perm[i - 1]
+        self.cache = ((epoch, cycle), perm)
+        return perm
+
+    def draw(self, epoch, step):
+        """All graphs of a step (one rank): [(graph, configs)]."""
+        n, out = len(self.num_configs), []
+        for j in range(self.graphs_per_step):
+            pos = step * self.graphs_per_step + j
+            g = self.permutation(epoch, pos // n)[pos % n]
+            key = mix(self.step_key(epoch, SLATE_TAG), pos)
+            out.append((g, sample_without_replacement(self.num_configs[g], self.slate, key)))
+        return out
+
+
+# ------------------------------------------------------------------ data (common/shard.h)
+class Graph:
+    pass
+
+
+def signed_log1p(x):
+    return np.sign(x) * np.log1p(np.abs(x))
+
+
+def load_graphs(processed, collection, fold, folds):
+    """The train graphs of fold `fold` (all train graphs when k = 1), in manifest order,
+    transformed like trainer/dataset.cpp; every config row in memory."""
+    manifest = json.load(open(os.path.join(processed, "manifest.yaml")))
+    t = manifest["feature_transforms"][collection]
+    kept = np.asarray(t["kept_columns"], dtype=np.int64)
+    use_log = np.asarray(t["log1p"], dtype=bool)
+    mean, std = np.asarray(t["mean"]), np.asarray(t["stddev"])
+    tile = collection.startswith("tile:")
+    shards, graphs = {}, []
+    for m in manifest["graphs"]:
+        if m["collection"] != collection or m["split"] != "train":
+            continue
+        if folds > 1 and m["fold"] == fold:
+            continue
+        f = shards.get(m["shard"]) or shards.setdefault(m["shard"], h5py.File(os.path.join(processed, m["shard"]), "r"))
+        i = m["index"]
+        assert f["name"][i].decode().rstrip("\0") == m["name"], (m["shard"], i, m["name"])
+        rows = lambda key, data: f[data][f[key][i]:f[key][i + 1]]
+        g = Graph()
+        g.name = m["name"]
+        x = rows("node_offsets", "node_feat")[:, kept].astype(np.float64)
+        x[:, use_log] = signed_log1p(x[:, use_log])
+        g.node_feat = ((x - mean) / std).astype(np.float32)
+        g.num_nodes = g.node_feat.shape[0]
+        g.opcode = rows("node_offsets", "node_opcode").astype(np.int64)
+        e = rows("edge_offsets", "edge_index").astype(np.int64)
+        g.consumer, g.producer = e[:, 0], e[:, 1]
+        g.runtime = rows("config_offsets", "config_runtime").astype(np.float64)
+        if tile:
+            g.config_feat = rows("config_offsets", "config_feat").astype(np.float32)
+            g.target = g.runtime / rows("config_offsets", "config_runtime_normalizers").astype(np.float64)
+        else:
+            g.config_ids = rows("config_node_offsets", "node_config_ids").astype(np.int64)
+            nc = len(g.config_ids)
+            g.packed = rows("packed_offsets", "node_config_packed").reshape(-1, nc)
+            g.target = g.runtime
+        g.num_configs = len(g.runtime)
+        graphs.append(g)
+    for f in shards.values():
+        f.close()
+    return graphs
+
+
+POW7 = 7 ** np.arange(LAYOUT_CONFIG_DIM, dtype=np.uint64)
+ROW0 = LAYOUT_LEVELS * np.arange(LAYOUT_CONFIG_DIM, dtype=np.int64)
+
+
+def layout_values(packed):
+    """Base-7 digits (position j holds v + 1, processed_graph.h) -> embedding rows j*7 + v+1."""
+    return ((packed[..., None] // POW7) % 7).astype(np.int64) + ROW0
+
+
+def make_batch(tile, graphs, slates):
+    """trainer/batch.cpp make_batch: graphs concatenated, slots padded with the first config."""
+    G, S = len(graphs), max(len(s) for s in slates)
+    offsets = np.cumsum([0] + [g.num_nodes for g in graphs])
+    b = {"G": G, "S": S}
+    b["node_feat"] = torch.from_numpy(np.concatenate([g.node_feat for g in graphs]))
+    b["opcode"] = torch.from_numpy(np.concatenate([g.opcode for g in graphs]))
+    b["node_graph"] = torch.from_numpy(np.repeat(np.arange(G), [g.num_nodes for g in graphs]))
+    b["consumer"] = torch.from_numpy(np.concatenate([g.consumer + o for g, o in zip(graphs, offsets)]))
+    b["producer"] = torch.from_numpy(np.concatenate([g.producer + o for g, o in zip(graphs, offsets)]))
+    index = np.array([[s[j] if j < len(s) else s[0] for j in range(S)] for s in slates], dtype=np.int64)
+    mask = np.array([[j < len(s) for j in range(S)] for s in slates])
+    target = np.stack([g.target[ix] for g, ix in zip(graphs, index)]) * mask
+    b["mask"] = torch.from_numpy(mask)
+    b["target"] = torch.from_numpy(target)
+    if tile:
+        b["config_feat"] = torch.from_numpy(np.stack([g.config_feat[ix] for g, ix in zip(graphs, index)]))
+    else:
+        b["config_node"] = torch.from_numpy(np.concatenate([g.config_ids + o for g, o in zip(graphs, offsets)]))
+        # S x M x 18: slot s of every configurable node of graph g uses config index[g, s].
+        b["config_values"] = torch.from_numpy(
+            layout_values(np.concatenate([g.packed[ix] for g, ix in zip(graphs, index)], axis=1)))
+    return b
+
+
+# ----------------------------------------------------------- graph ops (graph_ops.cpp)
+def clamped_counts(index, n, like):
+    counts = torch.zeros(n, dtype=like.dtype).index_add_(0, index, torch.ones(index.size(0), dtype=like.dtype))
+    return counts.clamp_min(1).unsqueeze(-1)
+
+
+def scatter_mean(x, src, dst):
+    dim, n = x.dim() - 2, x.size(-2)
+    out = torch.zeros_like(x).index_add_(dim, dst, x.index_select(dim, src))
+    return out / clamped_counts(dst, n, x)
+
+
+def with_nodes(x, n):
+    shape = list(x.shape)
+    shape[-2] = n
+    return shape
+
+
+def segment_mean(x, seg, n):
+    out = torch.zeros(with_nodes(x, n), dtype=x.dtype).index_add_(x.dim() - 2, seg, x)
+    return out / clamped_counts(seg, n, x)
+
+
+def segment_max(x, seg, n):
+    view = [1] * x.dim()
+    view[-2] = seg.size(0)
+    index = seg.view(view).expand(x.shape)
+    return torch.zeros(with_nodes(x, n), dtype=x.dtype).scatter_reduce(x.dim() - 2, index, x, "amax",
+                                                                         include_self=False)
+
+
+# ----------------------------------------------------------------- models (models.cpp)
+# Submodules are created in the order of the C++ constructors, so that the same torch seed
+# gives the same initial weights, and named like the C++ modules, so that a tpuperf
+# checkpoint's "model.*" tensors load into them.
+class SageBlock(nn.Module):
+    def __init__(self, h, dropout):
+        super().__init__()
+        self.linear = nn.Linear(3 * h, h)
+        self.norm = nn.LayerNorm(h)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, b):
+        msg = torch.cat([x, scatter_mean(x, b["producer"], b["consumer"]),
+                         scatter_mean(x, b["consumer"], b["producer"])], -1)
+        return self.norm(x + self.drop(F.gelu(self.linear(msg))))
+
+
+class NodeEncoder(nn.Module):
+    def __init__(self, num_feat, h, opcode_dim=32):
+        super().__init__()
+        self.opcode = nn.Embedding(NUM_OPCODES, opcode_dim)
+        self.input = nn.Linear(num_feat + opcode_dim, h)
+        self.out = nn.Linear(h, h)
+
+    def forward(self, feat, opcode):
+        return self.out(F.gelu(self.input(torch.cat([feat, self.opcode(opcode)], -1))))
+
+
+class ConfigAttention(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(h, 3 * h)
+        self.proj = nn.Linear(h, h)
+        self.norm = nn.LayerNorm(h)
+
+    def forward(self, z, mask):
+        G, S, H = z.shape
+        d = H // self.heads
+        q, k, v = self.qkv(z).view(G, S, 3, self.heads, d).permute(2, 0, 3, 1, 4)
+        logits = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
+        logits = logits.masked_fill(mask.logical_not().view(G, 1, 1, S), float("-inf"))
+        mixed = torch.matmul(torch.softmax(logits, -1), v)
+        return self.norm(z + self.proj(mixed.permute(0, 2, 1, 3).reshape(G, S, H)))
+
+
+class Readout(nn.Module):
+    def __init__(self, h, dropout, heads):
+        super().__init__()
+        self.pool_proj = nn.Linear(2 * h, h)
+        self.hidden = nn.Linear(h, h)
+        self.score = nn.Linear(h, 1)
+        self.drop = nn.Dropout(dropout)
+        self.attention = ConfigAttention(h, heads) if heads > 0 else None
+
+    def forward(self, x, b):
+        pooled = torch.cat([segment_mean(x, b["node_graph"], b["G"]),
+                            segment_max(x, b["node_graph"], b["G"])], -1)
+        z = F.gelu(self.pool_proj(pooled.transpose(0, 1)))
+        if self.attention is not None:
+            z = self.attention(z, b["mask"])
+        return self.score(self.drop(F.gelu(self.hidden(z)))).squeeze(-1)
+
+
+def make_blocks(module, h, layers, dropout):
+    blocks = []
+    for i in range(layers):
+        setattr(module, f"sage{i}", SageBlock(h, dropout))
+        blocks.append(getattr(module, f"sage{i}"))
+    return blocks
+
+
+class TileModel(nn.Module):
+    def __init__(self, num_feat, h, layers, dropout, heads):
+        super().__init__()
+        self.encoder = NodeEncoder(num_feat, h)
+        self.config_in = nn.Linear(TILE_CONFIG_DIM, h)
+        self.config_out = nn.Linear(h, h)
+        self.blocks = make_blocks(self, h, layers, dropout)
+        self.readout = Readout(h, dropout, heads)
+
+    def forward(self, b):
+        base = self.encoder(b["node_feat"], b["opcode"])
+        cf = b["config_feat"]
+        cfg = self.config_out(F.gelu(self.config_in(torch.sign(cf) * torch.log1p(cf.abs()))))
+        x = base.unsqueeze(0) + cfg.transpose(0, 1).index_select(1, b["node_graph"])
+        for block in self.blocks:
+            x = block(x, b)
+        return self.readout(x, b)
+
+
+class LayoutModel(nn.Module):
+    def __init__(self, num_feat, h, layers, dropout, heads):
+        super().__init__()
+        self.encoder = NodeEncoder(num_feat, h)
+        self.config_embed = nn.EmbeddingBag(LAYOUT_CONFIG_DIM * LAYOUT_LEVELS, h, mode="sum")
+        self.config_out = nn.Linear(h, h)
+        self.blocks = make_blocks(self, h, layers, dropout)
+        self.readout = Readout(h, dropout, heads)
+
+    def forward(self, b):
+        base = self.encoder(b["node_feat"], b["opcode"])
+        S, M, H = b["S"], b["config_node"].size(0), base.size(1)
+        x = base.unsqueeze(0).expand(S, base.size(0), H)
+        if M > 0:
+            cfg = self.config_out(F.gelu(self.config_embed(b["config_values"].view(S * M, LAYOUT_CONFIG_DIM))))
+            x = x.index_add(1, b["config_node"], cfg.view(S, M, H))
+        else:
+            x = x.contiguous()
+        for block in self.blocks:
+            x = block(x, b)
+        return self.readout(x, b)
+
+
+# ------------------------------------------------------------------ loss (losses.cpp)
+def listmle_loss(scores, target, mask):
+    keyed = target.masked_fill(mask.logical_not(), float("inf"))
+    order = torch.sort(keyed, dim=1, stable=True).indices
+    real = mask.gather(1, order)
+    utility = (-scores).gather(1, order).masked_fill(real.logical_not(), -1e9)
+    tail_lse = torch.logcumsumexp(utility.flip(1), 1).flip(1)
+    return ((tail_lse - utility) * real).sum(1).mean()
+
+
+# ------------------------------------------------------------ loop (fold_training.cpp)
+def learning_rate(a, step, total):
+    warm = int(a.warmup_fraction * total)
+    if step < warm:
+        return a.lr * (step + 1) / warm
+    t = (step - warm) / (total - warm) if total > warm else 1.0
+    return a.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+
+
+def compare_checkpoint(model, path):
+    """Max |difference| between the model's parameters and a tpuperf checkpoint's."""
+    ckpt = dict(torch.jit.load(path).named_parameters())
+    worst, names = 0.0, 0
+    for name, p in model.named_parameters():
+        theirs = ckpt["model." + name]
+        if theirs.shape != p.shape:
+            raise SystemExit(f"{name}: shape {tuple(theirs.shape)} in {path}, {tuple(p.shape)} here")
+        worst = max(worst, (theirs.double() - p.detach().double()).abs().max().item())
+        names += 1
+    extra = sorted(k for k in ckpt if k.startswith("model.") and k[6:] not in dict(model.named_parameters()))
+    if extra:
+        raise SystemExit(f"{path} has parameters the reference lacks: {extra[:5]}")
+    return worst, names
+
+
+def profile_steps(model, opt, params, tile, graphs, draws, grad_clip, top=8):
+    """Share of self CPU time per LibTorch op over some extra steps (not timed, not part
+    of the training): where the time of a step goes. tpuperf calls the same ops."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for d in draws:
+            opt.zero_grad()
+            b = make_batch(tile, [graphs[g] for g, _ in d], [c for _, c in d])
+            listmle_loss(model(b), b["target"], b["mask"]).backward()
+            if grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(params, grad_clip)
+            opt.step()
+    ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in ops)
+    return [{"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in ops[:top]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--processed", required=True, help="data.processed_dir")
+    ap.add_argument("--collection", required=True)
+    ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--steps-per-epoch", type=int, default=0)
+    ap.add_argument("--graphs-per-step", type=int, default=8)
+    ap.add_argument("--slate", type=int, default=None, help="default: 32 tile, 16 layout")
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--heads", type=int, default=None, help="attention heads (default: 0 tile, 4 layout)")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--weight-decay", type=float, default=1e-4)
+    ap.add_argument("--warmup-fraction", type=float, default=0.05)
+    ap.add_argument("--grad-clip", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--compare-checkpoint", help="a tpuperf last.pt of the same fold and settings")
+    ap.add_argument("--profile-steps", type=int, default=0,
+                    help="after training, profile this many extra steps (not timed)")
+    ap.add_argument("--json", help="write the figures here")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    warnings.filterwarnings("ignore", message="scatter_reduce")  # "in beta" notice of torch 1.13
+    tile = a.collection.startswith("tile:")
+    slate = a.slate or (32 if tile else 16)
+    heads = a.heads if a.heads is not None else (0 if tile else 4)
+
+    manifest = json.load(open(os.path.join(a.processed, "manifest.yaml")))
+    folds = int(next(l.split(":")[1] for l in manifest["settings"].splitlines() if l.strip().startswith("folds:")))
+    t0 = time.perf_counter()
+    graphs = load_graphs(a.processed, a.collection, a.fold, folds)
+    load_s = time.perf_counter() - t0
+    print(f"loaded {len(graphs)} train graphs of {a.collection} fold {a.fold} in {load_s:.1f} s", flush=True)
+
+    label = f"{a.collection} fold {a.fold}"
+    torch.manual_seed(mix_seed(a.seed, label))
+    Model = TileModel if tile else LayoutModel
+    model = Model(graphs[0].node_feat.shape[1], a.hidden, a.layers, a.dropout, heads)
+    model.train()
+    params = list(model.parameters())
+    opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=a.weight_decay)
+    sampler = SlateSampler([g.num_configs for g in graphs], a.seed, a.fold, a.graphs_per_step, slate)
+    spe = a.steps_per_epoch or sampler.steps_per_pass()
+    total, step_no, epochs = a.epochs * spe, 0, []
+    for epoch in range(a.epochs):
+        torch.manual_seed(mix_seed(a.seed, f"{label}/epoch{epoch}/rank0"))
+        draws = [sampler.draw(epoch, s) for s in range(spe)]  # before the clock: favours the reference
+        loss_sum = graphs_n = configs = batch_s = 0.0
+        start = time.perf_counter()
+        for step in range(spe):
+            for group in opt.param_groups:
+                group["lr"] = learning_rate(a, step_no, total)
+            opt.zero_grad()
+            d = draws[step]
+            t_batch = time.perf_counter()
+            b = make_batch(tile, [graphs[g] for g, _ in d], [c for _, c in d])
+            batch_s += time.perf_counter() - t_batch
+            loss = listmle_loss(model(b), b["target"], b["mask"])
+            (loss * 1.0).backward()  # weight n * P / G = 1 on one rank
+            torch.nn.utils.clip_grad_norm_(params, a.grad_clip) if a.grad_clip > 0 else None
+            opt.step()
+            loss_sum += loss.item() * len(d)
+            graphs_n += len(d)
+            configs += sum(len(c) for _, c in d)
+            step_no += 1
+        seconds = time.perf_counter() - start
+        epochs.append({"epoch": epoch + 1, "loss": loss_sum / graphs_n, "configs": configs, "seconds": seconds,
+                       "batch_seconds": batch_s})
+        print(f"{label} epoch {epoch + 1}/{a.epochs}: loss {loss_sum / graphs_n:.4f}, "
+              f"{configs / seconds:.0f} configs/s, {seconds:.1f} s ({100 * batch_s / seconds:.0f}% building batches)",
+              flush=True)
+    out = {"collection": a.collection, "fold": a.fold, "graphs": len(graphs), "steps_per_epoch": spe,
+           "slate": slate, "hidden": a.hidden, "layers": a.layers, "heads": heads, "threads": a.threads,
+           "torch": torch.__version__, "load_seconds": load_s, "epochs": epochs,
+           "configs_per_s": sum(e["configs"] for e in epochs) / sum(e["seconds"] for e in epochs)}
+    if a.compare_checkpoint:
+        out["max_abs_param_diff"], out["params_compared"] = compare_checkpoint(model, a.compare_checkpoint)
+        print(f"max |parameter - {a.compare_checkpoint}| = {out['max_abs_param_diff']:.3g} over "
+              f"{out['params_compared']} tensors")
+    if a.profile_steps > 0:
+        extra = [sampler.draw(a.epochs, s) for s in range(a.profile_steps)]
+        out["profile"] = profile_steps(model, opt, params, tile, graphs, extra, a.grad_clip)
+        print("self CPU time by op: " + ", ".join(f"{p['op']} {100 * p['share']:.0f}%" for p in out["profile"]))
+    print(f"{label}: {out['configs_per_s']:.1f} configs/s over {a.epochs} epochs")
+    if a.json:
+        json.dump(out, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
