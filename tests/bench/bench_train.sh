@@ -27,8 +27,8 @@
 #   "tile:xla layout:xla:random layout:nlp:random"): collections of the throughput and
 #   scaling parts; TP_EPOCHS (default 3): epochs of those runs; TPUPERF_BENCH_RAW
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
-#   BENCH_COLLECTIONS (default [tile:xla,layout:xla:default]), BENCH_EPOCHS (2),
-#   BENCH_STEPS (30): what --bench-tree trains.
+#   BENCH_COLLECTIONS (default [tile:xla,layout:xla:default]), BENCH_EPOCHS (8),
+#   BENCH_STEPS (20): what --bench-tree trains (default: as the quality part).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -184,17 +184,22 @@ tp_run() {
   rm -rf "$out"
   train_cfg "$WORK/$tag.yaml" "$WORK/small-k1" "$out"
   local l0; l0=$(load1)
-  mpi "$np" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" --fresh --set "data.collections=[$coll]" \
-    --set train.epochs="$TP_EPOCHS" --set train.threads_per_rank=1 --set train.eval_max_configs=20 \
-    > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
-  $PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" >> "$WORK/runs.jsonl" <<'PY'
-import csv, json, sys
-path, tag, np_, coll, l0, l1 = sys.argv[1:]
+  # /usr/bin/time per rank: how much of a core each rank got over its whole run (start-up,
+  # loading and evaluation included), to tell contention from the trainer's own waiting.
+  mpi "$np" /usr/bin/time -f "rank time: wall %e user %U sys %S" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" \
+    --fresh --set "data.collections=[$coll]" --set train.epochs="$TP_EPOCHS" --set train.threads_per_rank=1 \
+    --set train.eval_max_configs=20 > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
+  $PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" "$WORK/$tag.log" >> "$WORK/runs.jsonl" <<'PY'
+import csv, json, re, sys
+path, tag, np_, coll, l0, l1, log = sys.argv[1:]
 rows = [r for r in csv.DictReader(open(path)) if r["split"] == "train"]
 configs = sum(float(r["configs_per_s"]) * float(r["elapsed_s"]) for r in rows)
 seconds = sum(float(r["elapsed_s"]) for r in rows)
+times = [tuple(map(float, m.groups())) for m in
+         re.finditer(r"rank time: wall (\S+) user (\S+) sys (\S+)", open(log).read())]
 print(json.dumps(dict(tag=tag, tool="tpuperf", ranks=int(np_), collection=coll, configs=configs,
                       seconds=seconds, cps=configs / seconds, losses=[float(r["loss"]) for r in rows],
+                      cpu_share=[(u + s) / w for w, u, s in times], cpu_seconds=sum(u + s for _, u, s in times),
                       load=[float(l0), float(l1)])))
 PY
   tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print(f\"  tpuperf {r['ranks']} rank(s) {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}\")"
@@ -287,7 +292,7 @@ if [ "$DO_BENCH" = 1 ]; then
   train_cfg "$WORK/bench.yaml" "$WORK/bench-k2" "$WORK/bench-run"
   l0=$(load1); t0=$(now)
   mpi 2 "$BIN/tpuperf-train" --config "$WORK/bench.yaml" --fresh --set "data.collections=$BENCH_COLLECTIONS" \
-    --set train.epochs="${BENCH_EPOCHS:-2}" --set train.steps_per_epoch="${BENCH_STEPS:-30}" \
+    --set train.epochs="${BENCH_EPOCHS:-8}" --set train.steps_per_epoch="${BENCH_STEPS:-20}" \
     > "$WORK/bench.train.log" 2>&1 || { tail -30 "$WORK/bench.train.log"; exit 1; }
   wall=$(since "$t0"); l1=$(load1)
   # A truth tree holding only the trained collections, so that tpuperf-score does not ask
@@ -302,7 +307,7 @@ if [ "$DO_BENCH" = 1 ]; then
     > "$WORK/bench.score.json"
   "$BIN/tpuperf-score" --submission "$WORK/bench-run/submission.csv" --truth "$WORK/bench-truth"
   $PY - "$WORK" "$RES/bench.json" "$wall" "$pre_s" "$l0" "$l1" "$(stamp)" "$BENCH_COLLECTIONS" \
-      "${BENCH_EPOCHS:-2}" "${BENCH_STEPS:-30}" <<'PY'
+      "${BENCH_EPOCHS:-8}" "${BENCH_STEPS:-20}" <<'PY'
 import csv, json, sys
 work, out, wall, pre_s, l0, l1, when, colls, epochs, steps = sys.argv[1:]
 rows = [r for r in csv.DictReader(open(f"{work}/bench-run/metrics.csv")) if r["split"] == "train"]
@@ -366,9 +371,9 @@ if quality:
               f"--out {small} --scale small --seed 0`, `tpuperf-preprocess` with `preprocess.folds=2`; "
               f"`{q['command']}` with these settings (the rest as in configs/demo.yaml):", "", "```yaml",
               q["settings"], "```", "",
-              f"Wall time of tpuperf-train (load, 2 folds x 5 collections, evaluation, test "
-              f"prediction): {q['wall_s']:.0f} s; of which training steps {q['train_step_s']:.0f} s "
-              "(summed over the folds, which run on the two ranks at once).", "",
+              f"Wall time of tpuperf-train (loading, 2 folds x 5 collections, evaluation, test "
+              f"prediction): {q['wall_s']:.0f} s. The training steps alone took {q['train_step_s']:.0f} s "
+              "summed over the 10 fold models, two of which train at a time (one per rank).", "",
               "Test scores by `tpuperf-score --submission submission.csv --truth <tree> --json` "
               "(tile: mean of 2 - best of top-5 / best, layout: Kendall tau; higher is better; "
               "default-first is n/a for layout):", ""]
@@ -381,8 +386,10 @@ if quality:
     lines.append("")
 
 def compact(settings):
-    """The YAML settings on one line, for prose."""
-    return "; ".join(l.strip() for l in settings.splitlines() if l.startswith("  "))
+    """The YAML settings that shape a training step, on one line, for prose."""
+    skip = ("epochs:", "threads_per_rank:", "eval_max_configs:", "seed:")
+    return "; ".join(l.strip() for l in settings.splitlines()
+                     if l.startswith("  ") and not l.strip().startswith(skip))
 
 def by(runs, **kw):
     return [r for r in runs if all(r[k] == v for k, v in kw.items())]
@@ -392,6 +399,12 @@ def best(runs):
 
 def loads(runs):
     return ", ".join(f"{r['load'][0]:.1f}" for r in runs)
+
+def shares(runs):
+    return ", ".join("/".join(f"{100 * x:.0f}%" for x in r.get("cpu_share", [])) for r in runs)
+
+def cpu_s(runs):
+    return ", ".join(f"{r['cpu_seconds']:.1f}" for r in runs if "cpu_seconds" in r)
 
 def all_cps(runs):
     return ", ".join(f"{r['cps']:.0f}" for r in runs)
@@ -447,7 +460,8 @@ if sc:
               f"({sc['settings'].split('graphs_per_step: ')[1].split()[0]}) and slates, {sc['epochs']} epochs; "
               f"{sc['rounds']} rounds alternating 1 and 2 ranks, best round shown.", "",
               "| collection | 1 rank configs/s | 2 ranks configs/s | efficiency (cps_2 / cps_1) / 2 | "
-              "target | loads 1 rank; 2 ranks |", "|---|---|---|---|---|---|"]
+              "target | loads 1 rank; 2 ranks | core share per rank, 1 rank; 2 ranks | CPU s, 1 rank; 2 ranks |",
+              "|---|---|---|---|---|---|---|---|"]
     for c in colls:
         one, two = by(runs, collection=c, ranks=1), by(runs, collection=c, ranks=2)
         if not one or not two:
@@ -455,16 +469,21 @@ if sc:
         eff = best(two) / best(one) / 2
         lines.append(f"| {c} | {best(one):.1f} ({all_cps(one)}) | {best(two):.1f} ({all_cps(two)}) | "
                      f"**{100 * eff:.0f}%** | "
-                     f">= 85% | {loads(one)}; {loads(two)} |")
+                     f">= 85% | {loads(one)}; {loads(two)} | {shares(one)}; {shares(two)} | "
+                     f"{cpu_s(one)}; {cpu_s(two)} |")
     lines += ["", "On this 2-core machine the 2-rank runs need both cores: any other job's load "
-              "lowers them more than the 1-rank runs.", ""]
+              "lowers them more than the 1-rank runs. 'Core share' is each rank's (user + sys) / wall "
+              "time over its whole process (start-up, loading and evaluation included; /usr/bin/time): "
+              "well below 100% means the rank waited, for the other rank or for a core taken by "
+              "another job. 'CPU s' is the CPU time of all ranks of a run: equal values at 1 and 2 "
+              "ranks would mean no work is duplicated or wasted by the second rank.", ""]
 
 if bench:
     b = bench
-    lines += ["### Bench tree (short run)", "",
+    lines += ["### Bench tree (some collections)", "",
               f"Run {b['when']}, load {b['load'][0]:.2f} → {b['load'][1]:.2f}. `tpuperf-synth --scale bench "
               f"--seed 0` ({bench_gen}), collections {b['collections']}, folds 2, preprocessing "
-              f"{b['preprocess_s']:.0f} s on 2 ranks; tpuperf-train on 2 ranks with the quality settings but "
+              f"{b['preprocess_s']:.0f} s on 2 ranks; tpuperf-train on 2 ranks with the quality settings, "
               f"{b['epochs']} epochs of {b['steps_per_epoch']} steps: {b['wall_s']:.0f} s wall. Training "
               "configs/s (per fold, 1 rank each): "
               + ", ".join(f"{k} {v:.0f}" for k, v in b["cps"].items()) + ".", ""]

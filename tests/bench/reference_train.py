@@ -196,7 +196,7 @@ def load_graphs(processed, collection, fold, folds):
         else:
             g.config_ids = rows("config_node_offsets", "node_config_ids").astype(np.int64)
             nc = len(g.config_ids)
-            g.packed = rows("packed_offsets", "node_config_packed").reshape(-1, nc)
+            g.packed = rows("packed_offsets", "node_config_packed").reshape(len(g.runtime), nc)
             g.target = g.runtime
         g.num_configs = len(g.runtime)
         graphs.append(g)
