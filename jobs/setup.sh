@@ -11,6 +11,9 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libhdf5-dev libyaml-cpp-dev libspdlog-dev libgtest-dev
   python3 python3-numpy python3-scipy python3-h5py python3-yaml
+  # tests only: the single-node Slurm cluster of the launcher tests, and clang for the
+  # libFuzzer target and the sanitizer build of the readers
+  slurm-wlm clang libclang-rt-14-dev
 )
 build=1
 while [ $# -gt 0 ]; do
