@@ -72,6 +72,9 @@ const std::vector<ConfigKey>& config_schema() {
       {"output.dir", T::Path, "\"\"", "where training writes checkpoints, predictions, reports"},
       {"output.ensemble", T::String, "mean_z", "how fold models' scores are combined per graph",
        -1e300, 1e300, {"mean_z", "mean_rank", "mean_raw"}},
+      {"output.tile_keep_default", T::Bool, "true",
+       "tile predictions keep config 0 (the compiler default) among the top 5: the metric takes "
+       "the best of the 5, so no graph scores below its default"},
   };
   return schema;
 }

@@ -118,12 +118,23 @@ double tile_slowdown_score(const std::vector<int64_t>& predicted,
   return tile_slowdown_score(predicted, tile_targets(runtimes, normalizers), k);
 }
 
+std::vector<int64_t> tile_top_k(const std::vector<double>& scores, int k, int64_t keep) {
+  if (k < 1) throw Error("tile top-k: k must be at least 1, not " + std::to_string(k));
+  if (keep >= static_cast<int64_t>(scores.size()))
+    throw Error("tile top-k: config position " + std::to_string(keep) + " to keep, but only " +
+                std::to_string(scores.size()) + " scores");
+  std::vector<int64_t> top = ranking_from_scores(scores);
+  top.resize(std::min(top.size(), static_cast<size_t>(k)));
+  if (keep >= 0 && std::find(top.begin(), top.end(), keep) == top.end()) top.back() = keep;
+  return top;
+}
+
 double tile_slowdown_score_from_scores(const std::vector<double>& scores,
-                                       const std::vector<double>& y, int k) {
+                                       const std::vector<double>& y, int k, int64_t keep) {
   if (scores.size() != y.size())
     throw Error("tile score: " + std::to_string(scores.size()) + " scores but " +
                 std::to_string(y.size()) + " targets");
-  return tile_slowdown_score(ranking_from_scores(scores), y, k);
+  return tile_slowdown_score(tile_top_k(scores, k, keep), y, k);
 }
 
 // Knight's algorithm: sort by (a, b); then every inversion left in b is a discordant pair,

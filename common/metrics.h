@@ -34,9 +34,16 @@ double tile_slowdown_score(const std::vector<int64_t>& predicted, const std::vec
 double tile_slowdown_score(const std::vector<int64_t>& predicted,
                            const std::vector<int64_t>& runtimes,
                            const std::vector<int64_t>& normalizers, int k = 5);
-// Same from model scores (lower = faster): the k best-scored configs are the prediction.
+// Tile prediction of one graph: the positions of the k best scores (lower = faster), best
+// first; all of them when there are fewer than k. With keep >= 0, the position of config 0
+// (the compiler default, the file's first config), that config takes the k-th place when
+// the ranking leaves it out. The metric keeps the best of the k, so the graph then never
+// scores below its default: a kernel the model misjudges costs no more than not tuning it.
+std::vector<int64_t> tile_top_k(const std::vector<double>& scores, int k, int64_t keep = -1);
+// Score of tile_top_k(scores, k, keep) against the targets.
 double tile_slowdown_score_from_scores(const std::vector<double>& scores,
-                                       const std::vector<double>& y, int k = 5);
+                                       const std::vector<double>& y, int k = 5,
+                                       int64_t keep = -1);
 
 // Kendall's tau-b with ties in either input, in O(n log n); returns exactly what
 // scipy.stats.kendalltau(a, b) (variant 'b') returns, including NaN when n < 2, when

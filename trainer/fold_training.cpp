@@ -16,6 +16,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/distributed.h"
 #include "trainer/eval/report.h"
+#include "trainer/eval/submission.h"
 #include "pipeline/preprocess/plan.h"
 #include "trainer/sampler.h"
 
@@ -37,7 +38,8 @@ TrainSettings::TrainSettings(const Config& cfg)
       warmup_fraction(cfg.get_float("train.warmup_fraction")),
       grad_clip(cfg.get_float("train.grad_clip")),
       seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
-      ensemble(cfg.get_string("output.ensemble")) {
+      ensemble(cfg.get_string("output.ensemble")),
+      tile_keep_default(cfg.get_bool("output.tile_keep_default")) {
   int64_t steps = cfg.get_int("train.steps_per_epoch");
   tile_steps_per_epoch = cfg.get_int("train.tile_steps_per_epoch");
   layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
@@ -132,7 +134,7 @@ std::array<double, 3> train_step(const TrainSettings& s, Ranker& ranker, const G
 ScoreSum group_metric(const TrainSettings& s, Ranker& ranker, const GraphSet* set, const std::string& split,
                       int fold, MPI_Comm group) {
   if (!set || set->size() == 0) return {};
-  ScoreSum local = metric_of(*set, score_set(s, ranker, *set, split, fold, false, group));
+  ScoreSum local = metric_of(*set, score_set(s, ranker, *set, split, fold, false, group), s.tile_keep_default);
   std::vector<double> v = {local.sum, local.count};
   allreduce_doubles(v, group);
   return {v[0], v[1]};
@@ -155,7 +157,7 @@ double mean_or_nan(const ScoreSum& x) { return x.count > 0 ? x.sum / x.count : s
 
 }  // namespace
 
-ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores) {
+ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, bool keep_default) {
   std::map<std::string, int64_t> index;
   for (int64_t i = 0; i < set.size(); ++i) index[set.entry(i).name] = i;
   ScoreSum out;
@@ -167,7 +169,9 @@ ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores) 
     if (set.kind() == Kind::Tile) {
       std::vector<int64_t> norm;
       for (int64_t c : gs.config_index) norm.push_back(g.config_runtime_normalizers[c]);
-      v = tile_slowdown_score_from_scores(gs.score, tile_targets(rt, norm));
+      const auto at = std::find(gs.config_index.begin(), gs.config_index.end(), 0);
+      const int64_t keep = keep_default && at != gs.config_index.end() ? at - gs.config_index.begin() : -1;
+      v = tile_slowdown_score_from_scores(gs.score, tile_targets(rt, norm), kTileTopConfigs, keep);
     } else {
       v = layout_kendall_score(gs.score, rt);
     }

@@ -28,6 +28,7 @@ struct TrainSettings {
   uint64_t seed = 0;
   ModelOptions tile_model, layout_model;
   std::string ensemble = "mean_z";
+  bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
 
   explicit TrainSettings(const Config& cfg);
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
@@ -69,10 +70,11 @@ std::vector<GraphScores> score_set(const TrainSettings& s, Ranker& ranker, const
 
 // The competition metric of scored graphs with known runtimes (tile: top-5 slowdown;
 // layout: Kendall tau), averaged over the graphs (NaNs skipped). Local, no MPI.
+// keep_default: tile predictions keep config 0 among the top 5 (tile_top_k).
 struct ScoreSum {
   double sum = 0;
   double count = 0;
 };
-ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores);
+ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, bool keep_default);
 
 }  // namespace tpuperf

@@ -118,8 +118,8 @@ CollectionReport collection_report(const TrainSettings& s, const std::string& c,
   };
   auto mean = [](ScoreSum x) { return x.count > 0 ? x.sum / x.count : std::nan(""); };
   if (valid.size() > 0) {
-    r.valid_ensemble = mean(metric_of(valid, pick(ens, -1)));
-    for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(mean(metric_of(valid, pick(all, f))));
+    r.valid_ensemble = mean(metric_of(valid, pick(ens, -1), s.tile_keep_default));
+    for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(mean(metric_of(valid, pick(all, f), s.tile_keep_default)));
     double rnd = 0, dflt = 0;
     Collection coll = Collection::parse(c);
     for (int64_t i = 0; i < valid.size(); ++i) {
@@ -175,7 +175,7 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
     throw Error("predictions cover " + std::to_string(got.size()) + " of " + std::to_string(expected.size()) +
                 " test graphs");
   std::string submission = s.output_dir + "/submission.csv";
-  write_submission(submission, test);
+  write_submission(submission, test, s.tile_keep_default);
   std::vector<MetricsRow> metrics = merge_metrics(s);
   ReportInput in;
   in.ensemble = s.ensemble;
@@ -184,6 +184,9 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
   in.notes.push_back("data: " + s.processed_dir);
   in.notes.push_back("submission: " + submission + " (" + std::to_string(test.size()) + " test graphs)");
   if (predict_only) in.notes.push_back("predictions from saved checkpoints (--predict-only)");
+  if (s.tile_keep_default)
+    in.notes.push_back("tile predictions keep config 0 (the compiler default) among the top 5 "
+                       "(output.tile_keep_default); every tile score here is of such predictions");
   for (const auto& c : collections) {
     in.collections.push_back(collection_report(s, c, *sets.at(c).valid, all, ens, k, metrics));
     const auto& r = in.collections.back();

@@ -123,10 +123,15 @@ TEST(Metrics, CommaInFieldRefused) {
   EXPECT_THROW(append_metrics(dir.path() + "/m.csv", {row("a,b", 0, 0, 0, "oof", 1, 1)}), Error);
 }
 
-TEST(Metrics, CvScoreIsMeanOfLastOofPerFold) {
-  // Last epoch (2): fold 0 oof 0.7, fold 1 oof 0.9.
+TEST(Metrics, CvScoreIsMeanOfKeptOofPerFold) {
+  // Best (= last) epoch 2: fold 0 oof 0.7, fold 1 oof 0.9.
   EXPECT_NEAR(cv_score(tile_metrics(), "tile:xla"), 0.8, 1e-12);
   EXPECT_TRUE(std::isnan(cv_score(tile_metrics(), "layout:xla:random")));
+  // A worse third epoch is not the kept one: fold 0 keeps 0.7 (epoch 2), fold 1 0.9.
+  auto rows = tile_metrics();
+  rows.push_back(row("tile:xla", 0, 3, 30, "oof", MetricsRow::kNone, 0.2));
+  rows.push_back(row("tile:xla", 1, 3, 30, "oof", MetricsRow::kNone, 0.95));
+  EXPECT_NEAR(cv_score(rows, "tile:xla"), (0.7 + 0.95) / 2, 1e-12);
 }
 
 TEST(Report, MarkdownHoldsTheNumbersAndSvgsParse) {
@@ -162,8 +167,9 @@ TEST(Report, MarkdownHoldsTheNumbersAndSvgsParse) {
     EXPECT_THAT(md, HasSubstr(s));
   // Overall row: mean of the valid ensemble scores (0.8765 + 0.3141) / 2.
   EXPECT_THAT(md, HasSubstr("| **overall** | 0.8000 | 0.5953 |"));
-  // Per-fold table: fold 1's last epoch has losses 2/2+1 and 1/2+1 -> 1.75, oof 0.9.
-  EXPECT_THAT(md, HasSubstr("| fold 1 | 2 | 1.7500 | 0.9000 | 0.8456 |"));
+  // Per-fold table: fold 1's last epoch has losses 2/2+1 and 1/2+1 -> 1.75; kept epoch 2
+  // with oof 0.9.
+  EXPECT_THAT(md, HasSubstr("| fold 1 | 2 | 1.7500 | 2 | 0.9000 | 0.8456 |"));
   // Default-first is n/a for layout.
   EXPECT_THAT(md, HasSubstr("n/a"));
 

@@ -58,6 +58,25 @@ TEST(Submission, TopConfigs) {
             (std::vector<int64_t>{1, 2, 0}));
 }
 
+TEST(Submission, TileKeepsTheDefault) {
+  // Config 0 (score 0.5) is 5th already: nothing changes.
+  EXPECT_EQ(top_configs(tile7(), true), (std::vector<int64_t>{1, 3, 5, 2, 0}));
+  // Config 0 scored worst: it replaces the 5th (config 2).
+  GraphScores g = tile7();
+  g.score[0] = 9.0;
+  EXPECT_EQ(top_configs(g, false), (std::vector<int64_t>{1, 3, 5, 2, 6}));
+  EXPECT_EQ(top_configs(g, true), (std::vector<int64_t>{1, 3, 5, 2, 0}));
+  // Listed out of order: config 0 is found by index, not by position.
+  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {5, 4, 3, 2, 1, 0}, {1, 2, 3, 4, 5, 6}), true),
+            (std::vector<int64_t>{5, 4, 3, 2, 0}));
+  // Config 0 not scored (an evaluation subset): the plain top 5.
+  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1}), true),
+            (std::vector<int64_t>{6, 5, 4, 3, 2}));
+  // Layout rows are full permutations either way.
+  EXPECT_EQ(top_configs(layout4(), true), (std::vector<int64_t>{3, 1, 2, 0}));
+  EXPECT_EQ(format_submission(make_submission({g}, true)), "ID,TopConfigs\ntile:xla:3ba8,1;3;5;2;0\n");
+}
+
 TEST(Submission, ExactText) {
   const std::vector<GraphScores> scores = {
       tile7(), layout4(), graph("tile:xla", "valid", "ignored", {0}, {1.0})};

@@ -207,6 +207,23 @@ TEST(TileScore, HandExamples) {
   EXPECT_DOUBLE_EQ(tile_slowdown_score_from_scores({0.3, 0.1, 0.9, 5.0, 1, 1, 1}, y, 2), 0.0);
 }
 
+TEST(TileScore, TopKKeepsTheDefault) {
+  const std::vector<double> s = {0.3, 0.1, 0.9, 0.2, 1.0, 0.5, 0.7};  // ranking 1 3 0 5 6 2 4
+  EXPECT_EQ(tile_top_k(s, 3), (std::vector<int64_t>{1, 3, 0}));
+  EXPECT_EQ(tile_top_k(s, 3, 0), (std::vector<int64_t>{1, 3, 0}));   // already in
+  EXPECT_EQ(tile_top_k(s, 3, 4), (std::vector<int64_t>{1, 3, 4}));   // replaces the 3rd
+  EXPECT_EQ(tile_top_k(s, 1, 2), (std::vector<int64_t>{2}));
+  EXPECT_EQ(tile_top_k({0.2, 0.1}, 5, 0), (std::vector<int64_t>{1, 0}));  // fewer than k
+  EXPECT_THROW(tile_top_k(s, 3, 7), Error);
+  EXPECT_THROW(tile_top_k(s, 0), Error);
+  // The model ranks the slow configs 2 and 4 first; the default (config 0, y = 3) caps the
+  // loss: without it 2 - 4/1 = -2, with it 2 - 3/1 = -1.
+  const std::vector<double> y = {3.0, 2.0, 4.0, 1.0, 5.0, 6.0, 8.0};
+  const std::vector<double> bad = {0.5, 0.9, 0.1, 0.8, 0.2, 0.7, 0.6};
+  EXPECT_DOUBLE_EQ(tile_slowdown_score_from_scores(bad, y, 2), -2.0);
+  EXPECT_DOUBLE_EQ(tile_slowdown_score_from_scores(bad, y, 2, 0), -1.0);
+}
+
 TEST(TileScore, RejectsBadInput) {
   EXPECT_THROW(tile_slowdown_score({7}, {1.0, 2.0}), Error);
   EXPECT_THROW(tile_slowdown_score({-1}, {1.0, 2.0}), Error);

@@ -351,11 +351,12 @@ void summary_table(std::ostringstream& md, const ReportInput& in,
      << " | |\n\n";
 }
 
-// Per fold: epochs trained, the last train loss, oof and valid scores.
+// Per fold: epochs trained, the last train loss, the kept epoch (best oof) with its oof
+// score, and the kept model's valid score.
 void fold_table(std::ostringstream& md, const ReportInput& in, const CollectionReport& c) {
   struct Last {
     int epochs = 0;
-    int loss_epoch = -1, oof_epoch = -1, valid_epoch = -1;
+    int loss_epoch = -1, oof_epoch = -1, valid_epoch = -1;  // oof_epoch: the best oof's
     std::vector<double> loss;
     double oof = kNaN, valid = kNaN;
   };
@@ -368,7 +369,7 @@ void fold_table(std::ostringstream& md, const ReportInput& in, const CollectionR
       if (r.epoch > l.loss_epoch) l.loss.clear();
       l.loss_epoch = r.epoch;
       l.loss.push_back(r.loss);
-    } else if (r.split == "oof" && !std::isnan(r.score) && r.epoch >= l.oof_epoch) {
+    } else if (r.split == "oof" && !std::isnan(r.score) && (l.oof_epoch < 0 || r.score > l.oof)) {
       l.oof_epoch = r.epoch, l.oof = r.score;
     } else if (r.split == "valid" && !std::isnan(r.score) && r.epoch >= l.valid_epoch) {
       l.valid_epoch = r.epoch, l.valid = r.score;
@@ -378,15 +379,17 @@ void fold_table(std::ostringstream& md, const ReportInput& in, const CollectionR
     md << "No metrics rows for this collection.\n\n";
     return;
   }
-  md << "| fold | last epoch | final train loss | final oof score | valid score |\n"
-     << "|---|---:|---:|---:|---:|\n";
+  md << "| fold | epochs | final train loss | kept epoch (best oof) | its oof score | "
+        "valid score (kept model) |\n"
+     << "|---|---:|---:|---:|---:|---:|\n";
   for (const auto& [fold, l] : folds) {
     double valid = l.valid;
     if (fold >= 0 && static_cast<size_t>(fold) < c.valid_per_fold.size() &&
         !std::isnan(c.valid_per_fold[static_cast<size_t>(fold)]))
       valid = c.valid_per_fold[static_cast<size_t>(fold)];
     md << "| " << fold_name(fold) << " | " << l.epochs << " | " << fixed(mean_finite(l.loss))
-       << " | " << fixed(l.oof) << " | " << fixed(valid) << " |\n";
+       << " | " << (l.oof_epoch < 0 ? "n/a" : std::to_string(l.oof_epoch)) << " | " << fixed(l.oof)
+       << " | " << fixed(valid) << " |\n";
   }
   md << "\n";
 }
@@ -445,15 +448,15 @@ std::vector<MetricsRow> read_metrics(const std::string& path) {
 }
 
 double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection) {
-  std::map<int, std::pair<int, double>> last;  // fold -> (epoch, score)
+  std::map<int, double> best;  // fold -> best oof score
   for (const auto& r : rows) {
     if (r.collection != collection || r.split != "oof" || std::isnan(r.score) || r.fold < 0)
       continue;
-    auto it = last.find(r.fold);
-    if (it == last.end() || r.epoch >= it->second.first) last[r.fold] = {r.epoch, r.score};
+    auto it = best.find(r.fold);
+    if (it == best.end() || r.score > it->second) best[r.fold] = r.score;
   }
   std::vector<double> scores;
-  for (const auto& [fold, es] : last) scores.push_back(es.second);
+  for (const auto& [fold, score] : best) scores.push_back(score);
   return mean_finite(scores);
 }
 
@@ -501,7 +504,7 @@ std::string report_markdown(const ReportInput& in) {
   if (in.folds > 0) md << "- folds: " << in.folds << "\n";
   for (const auto& n : in.notes) md << "- " << n << "\n";
   md << "\nScores: tile = top-5 slowdown score, layout = Kendall tau; 1 is perfect for both. "
-        "CV = mean over folds of the out-of-fold score at each fold's last epoch. Overall = "
+        "CV = mean over folds of the out-of-fold score of each fold's kept (best oof) epoch. Overall = "
         "mean of the collection scores. n/a = not measured or not defined (default-first is "
         "defined for tile only).\n\n## Summary\n\n";
   const std::vector<std::string> ids = report_collections(in);

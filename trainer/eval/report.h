@@ -32,8 +32,9 @@ void append_metrics(const std::string& path, const std::vector<MetricsRow>& rows
 std::vector<MetricsRow> read_metrics(const std::string& path);
 std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string& path);
 
-// Mean over folds of the oof score at each fold's last epoch with an oof score (NaN if
-// none): the cross-validation score of a collection.
+// Mean over folds of the oof score of each fold's kept epoch (NaN if none): the
+// cross-validation score of a collection. Training keeps the epoch with the best oof score
+// (the first of equals), so this is each fold's best oof score.
 double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection);
 
 // What training measured for one collection; NaN = not measured (shown as n/a).

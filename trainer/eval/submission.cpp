@@ -54,7 +54,7 @@ std::vector<int64_t> parse_configs(const std::string& field, const std::string& 
 
 }  // namespace
 
-std::vector<int64_t> top_configs(const GraphScores& g) {
+std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default) {
   if (g.config_index.size() != g.score.size())
     throw Error(std::to_string(g.config_index.size()) + " config indices but " +
                     std::to_string(g.score.size()) + " scores",
@@ -69,21 +69,22 @@ std::vector<int64_t> top_configs(const GraphScores& g) {
   if (coll.kind == Kind::Layout) check_covers_all(g, by_index);
   std::vector<double> sorted_scores(by_index.size());
   for (size_t i = 0; i < by_index.size(); ++i) sorted_scores[i] = g.score[by_index[i]];
-  const std::vector<int64_t> order = ranking_from_scores(sorted_scores);
-  size_t take = order.size();
-  if (coll.kind == Kind::Tile) take = std::min(take, static_cast<size_t>(kTileTopConfigs));
-  std::vector<int64_t> top(take);
-  for (size_t i = 0; i < take; ++i)
-    top[i] = g.config_index[by_index[static_cast<size_t>(order[i])]];
+  const bool has_default = g.config_index[by_index[0]] == 0;
+  const std::vector<int64_t> order =
+      coll.kind == Kind::Tile
+          ? tile_top_k(sorted_scores, kTileTopConfigs, keep_default && has_default ? 0 : -1)
+          : ranking_from_scores(sorted_scores);
+  std::vector<int64_t> top(order.size());
+  for (size_t i = 0; i < top.size(); ++i) top[i] = g.config_index[by_index[static_cast<size_t>(order[i])]];
   return top;
 }
 
-Submission make_submission(const std::vector<GraphScores>& scores) {
+Submission make_submission(const std::vector<GraphScores>& scores, bool keep_default) {
   Submission sub;
   for (const auto& g : scores) {
     if (g.split != "test") continue;
     const std::string id = Collection::parse(g.collection).submission_id(g.name);
-    if (!sub.emplace(id, top_configs(g)).second)
+    if (!sub.emplace(id, top_configs(g, keep_default)).second)
       throw Error("test graph given twice (ensemble the fold models first)", "", id);
   }
   return sub;
@@ -103,8 +104,9 @@ std::string format_submission(const Submission& submission) {
   return out;
 }
 
-void write_submission(const std::string& path, const std::vector<GraphScores>& scores) {
-  const Submission sub = make_submission(scores);
+void write_submission(const std::string& path, const std::vector<GraphScores>& scores,
+                      bool keep_default) {
+  const Submission sub = make_submission(scores, keep_default);
   if (sub.empty()) spdlog::warn("{}: no test graphs to write, only the header", path);
   write_file_atomic(path, format_submission(sub));
   spdlog::info("wrote {} rows to {}", sub.size(), path);

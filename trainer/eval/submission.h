@@ -20,17 +20,19 @@ constexpr int kTileTopConfigs = 5;
 using Submission = std::map<std::string, std::vector<int64_t>>;
 
 // The TopConfigs of one graph from its scores (ascending score, ties by config index):
-// tile: the first kTileTopConfigs (all when fewer); layout: every config, which requires
-// the scores to cover exactly the configs 0..c-1 (Error naming the graph otherwise).
-std::vector<int64_t> top_configs(const GraphScores& g);
+// tile: the first kTileTopConfigs (all when fewer), with config 0 kept among them when
+// keep_default and it was scored (tile_top_k); layout: every config, which requires the
+// scores to cover exactly the configs 0..c-1 (Error naming the graph otherwise).
+std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default = false);
 
 // Rows for the records whose split is "test" (others are ignored, so the ensembled valid
 // and test scores can be passed together). Throws Error on an unknown collection or a
 // graph given twice.
-Submission make_submission(const std::vector<GraphScores>& scores);
+Submission make_submission(const std::vector<GraphScores>& scores, bool keep_default = false);
 std::string format_submission(const Submission& submission);
 // make_submission + format_submission, written atomically.
-void write_submission(const std::string& path, const std::vector<GraphScores>& scores);
+void write_submission(const std::string& path, const std::vector<GraphScores>& scores,
+                      bool keep_default = false);
 
 // Parses a submission; errors name the file, the line number and what is wrong (bad
 // header, missing field, bad or repeated config index, repeated ID).
