@@ -243,6 +243,8 @@ std::string Config::dump(const std::vector<std::string>& prefixes) const {
   return out.str();
 }
 
+std::string Config::value_text(const std::string& key) const { return value_yaml(value(key)); }
+
 std::string Config::digest(const std::vector<std::string>& prefixes) const {
   return hash_hex(dump(prefixes));
 }

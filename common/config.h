@@ -51,6 +51,8 @@ class Config {
   std::vector<std::string> get_list(const std::string& key) const;
 
   void set(const std::string& key, const std::string& yaml_value);
+  // One key's value as YAML text, e.g. "0.003" or "[tile:xla]".
+  std::string value_text(const std::string& key) const;
 
   // The effective config as YAML, keys nested and in schema order. Only keys whose
   // path starts with one of the prefixes when prefixes is non-empty.

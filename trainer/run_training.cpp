@@ -17,6 +17,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/distributed.h"
 #include "trainer/eval/ensemble.h"
+#include "trainer/run_identity.h"
 #include "trainer/eval/report.h"
 #include "trainer/eval/scoring.h"
 #include "trainer/eval/submission.h"
@@ -228,8 +229,13 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
       fs::remove_all(s.output_dir + "/checkpoints");
       fs::remove_all(s.output_dir + "/metrics");
     }
+    const auto identity = data_identity(manifest, collections);
+    if (opts.resume) check_resume_identity(s.output_dir, cfg, identity);
     make_dirs(s.output_dir);
-    cfg.save(s.output_dir + "/train_config.yaml");
+    // A prediction's config is kept apart: it may name other data, and --resume compares
+    // against the config the checkpoints were trained with.
+    cfg.save(s.output_dir + (opts.predict_only ? "/predict_config.yaml" : "/train_config.yaml"));
+    if (!opts.predict_only) save_data_identity(s.output_dir, identity);
   }
   MPI_Barrier(ctx.world);
   FoldLayout layout = make_fold_layout(ctx.world, k);

@@ -96,6 +96,23 @@ assert not diff, [(k, a[k], b[k]) for k in diff[:5]]
 print(f"{len(a)} metric rows identical after resume")
 PY
 cmp "$work/run/submission.csv" "$work/run2/submission.csv"
+
+step "--resume refuses other settings or other data"
+expect_refusal() {  # LOG FRAGMENT ARGS...
+  local log=$1 fragment=$2; shift 2
+  set +e
+  mpi 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --resume --set output.dir="$work/run2" "$@" > "$log" 2>&1
+  local rc=$?
+  set -e
+  [ "$rc" -ne 0 ] && grep -q -- "$fragment" "$log" || { tail -20 "$log"; echo "expected a refusal naming '$fragment'"; exit 1; }
+}
+expect_refusal "$work/resume_lr.log" "train.lr (0.001 -> 0.002)" --set train.lr=0.002
+mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.seed=9 \
+  --set data.processed_dir="$work/processed_seed9" > "$work/pre9.log" 2>&1 || { tail "$work/pre9.log"; exit 1; }
+expect_refusal "$work/resume_data.log" "folds or feature transform of" --set data.processed_dir="$work/processed_seed9"
+# Threads only change the speed: accepted (the run is complete, so nothing is retrained).
+mpi 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --resume --set output.dir="$work/run2" \
+  --set train.threads_per_rank=2 > "$work/resume_threads.log" 2>&1 || { tail -20 "$work/resume_threads.log"; exit 1; }
 step "predict-only on new data: a tree with only test graphs (no train, so no transform of its own)"
 "$BIN/tpuperf-synth" --out "$work/new" --scale tiny --seed 11 >/dev/null 2>&1
 find "$work/new/npz" -path '*/train/*.npz' -delete
