@@ -248,7 +248,11 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   so.fold = fold;
   so.graphs_per_step = s.graphs_per_step;
   so.slate = s.slate(train.kind());
-  SlateSampler sampler(train.num_configs(), so);
+  // A config's work grows with its graph's nodes: the sampler deals each step's graphs to
+  // the group's ranks by nodes x slate size.
+  std::vector<int64_t> nodes;
+  for (int64_t i = 0; i < train.size(); ++i) nodes.push_back(std::max<int64_t>(1, train.entry(i).num_nodes));
+  SlateSampler sampler(train.num_configs(), so, nodes);
   int64_t spe = s.steps_per_epoch(train.kind()) > 0 ? s.steps_per_epoch(train.kind()) : sampler.steps_per_pass();
   int64_t total = s.epochs * spe;
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {

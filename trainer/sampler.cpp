@@ -61,8 +61,15 @@ std::vector<int64_t> sample_without_replacement(int64_t n, int64_t k, uint64_t k
   return out;
 }
 
-SlateSampler::SlateSampler(std::vector<int64_t> num_configs, const SamplerOptions& options)
-    : num_configs_(std::move(num_configs)), options_(options) {
+SlateSampler::SlateSampler(std::vector<int64_t> num_configs, const SamplerOptions& options,
+                           std::vector<int64_t> cost)
+    : num_configs_(std::move(num_configs)), options_(options), cost_(std::move(cost)) {
+  if (cost_.empty()) cost_.assign(num_configs_.size(), 1);
+  if (cost_.size() != num_configs_.size())
+    throw Error("slate sampler: " + std::to_string(cost_.size()) + " costs for " +
+                std::to_string(num_configs_.size()) + " graphs");
+  for (int64_t c : cost_)
+    if (c < 1) throw Error("slate sampler: a graph's cost must be >= 1, not " + std::to_string(c));
   if (num_configs_.empty()) throw Error("slate sampler: no train graphs");
   if (options_.graphs_per_step < 1 || options_.slate < 1)
     throw Error("slate sampler: graphs_per_step and slate must be >= 1");
@@ -102,13 +109,36 @@ std::vector<int64_t> SlateSampler::slate_at(int64_t epoch, int64_t position, int
                                     key);
 }
 
+std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size) const {
+  const int64_t G = options_.graphs_per_step;
+  std::vector<int64_t> work(static_cast<size_t>(G)), order(static_cast<size_t>(G));
+  for (int64_t j = 0; j < G; ++j) {
+    const auto g = static_cast<size_t>(graph_at(epoch, step * G + j));
+    work[static_cast<size_t>(j)] = cost_[g] * std::min(num_configs_[g], options_.slate);
+  }
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return work[static_cast<size_t>(a)] > work[static_cast<size_t>(b)];
+  });
+  std::vector<int64_t> load(static_cast<size_t>(group_size), 0);
+  std::vector<int> owner(static_cast<size_t>(G));
+  for (int64_t j : order) {
+    const auto r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[static_cast<size_t>(j)] = static_cast<int>(r);
+    load[r] += work[static_cast<size_t>(j)];
+  }
+  return owner;
+}
+
 std::vector<SlateDraw> SlateSampler::draw(int64_t epoch, int64_t step, int rank,
                                           int group_size) const {
   if (step < 0) throw Error("slate sampler: negative step");
-  const auto [first, last] = share_of(options_.graphs_per_step, rank, group_size);
+  if (group_size < 1 || rank < 0 || rank >= group_size)
+    throw Error("slate sampler: rank " + std::to_string(rank) + " of a group of " + std::to_string(group_size));
+  const std::vector<int> owner = deal(epoch, step, group_size);
   std::vector<SlateDraw> out;
-  out.reserve(static_cast<size_t>(last - first));
-  for (int64_t j = first; j < last; ++j) {
+  for (int64_t j = 0; j < options_.graphs_per_step; ++j) {
+    if (owner[static_cast<size_t>(j)] != rank) continue;
     SlateDraw d;
     d.position = step * options_.graphs_per_step + j;
     d.graph = graph_at(epoch, d.position);

@@ -42,17 +42,25 @@ struct SlateDraw {
 // An epoch visits the train graphs as a stream: a permutation seeded by (seed, fold,
 // epoch), followed by fresh permutations (cycle 1, 2, ...) when an epoch has more steps
 // than one pass needs. Step t covers stream positions [t * G, (t + 1) * G), G =
-// graphs_per_step, and rank r of a group of P takes share_of(G, r, P) of them. Within one
-// pass no graph appears twice, so the ranks of a step draw disjoint graphs whenever G is
-// at most the number of graphs and the step does not straddle two passes.
+// graphs_per_step. Within one pass no graph appears twice, so the ranks of a step draw
+// disjoint graphs whenever G is at most the number of graphs and the step does not
+// straddle two passes.
 //
-// Ranks get G / P or G / P + 1 graphs (none when P > G): weight each graph's loss by
-// P / G before the averaging all-reduce so that the step's gradient is the mean over its
-// G graphs.
+// The G graphs of a step are dealt to the P ranks of a group by their work, so that no
+// rank waits long for the slowest at the gradient all-reduce: largest first, each to the
+// least loaded rank (ties: the lower position, the lower rank). A graph's work is its cost
+// (e.g. its node count; 1 each when no costs are given) times its slate size. Every rank
+// can compute every rank's share, and the union over the ranks is the single-rank step.
+//
+// Ranks get different numbers of graphs (none when P > G): weight a rank's mean loss over
+// its n graphs by n * P / G before the averaging all-reduce so that the step's gradient is
+// the mean over its G graphs.
 class SlateSampler {
  public:
   // num_configs: per train graph, in the train set's order; every count must be >= 1.
-  SlateSampler(std::vector<int64_t> num_configs, const SamplerOptions& options);
+  // cost: per train graph, its work per config (>= 1; empty: 1 each).
+  SlateSampler(std::vector<int64_t> num_configs, const SamplerOptions& options,
+               std::vector<int64_t> cost = {});
 
   int64_t num_graphs() const { return static_cast<int64_t>(num_configs_.size()); }
   const SamplerOptions& options() const { return options_; }
@@ -70,8 +78,12 @@ class SlateSampler {
  private:
   const std::vector<int64_t>& permutation(int64_t epoch, int64_t cycle) const;
 
+  // The rank of the group that takes each of the step's G positions.
+  std::vector<int> deal(int64_t epoch, int64_t step, int group_size) const;
+
   std::vector<int64_t> num_configs_;
   SamplerOptions options_;
+  std::vector<int64_t> cost_;
   // Cache of the last permutation built: speed only, never affects a draw.
   mutable int64_t cached_epoch_ = -1, cached_cycle_ = -1;
   mutable std::vector<int64_t> cached_perm_;

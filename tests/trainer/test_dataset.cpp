@@ -530,6 +530,7 @@ TEST(Sampler, RanksDrawDisjointSharesOfTheGroupStep) {
       std::set<int64_t> graphs;
       for (int r = 0; r < p; ++r) {
         const auto mine = s.draw(2, step, r, p);
+        // Equal costs: the shares differ by at most one graph, earlier ranks larger.
         const auto [first, last] = share_of(6, r, p);
         EXPECT_EQ(static_cast<int64_t>(mine.size()), last - first);
         for (const SlateDraw& d : mine) {
@@ -538,11 +539,53 @@ TEST(Sampler, RanksDrawDisjointSharesOfTheGroupStep) {
         }
       }
       // The union over ranks is the single-rank step, whatever the group size.
+      std::sort(joined.begin(), joined.end(),
+                [](const SlateDraw& a, const SlateDraw& b) { return a.position < b.position; });
       EXPECT_TRUE(same(joined, s.draw(2, step, 0, 1))) << p << " ranks, step " << step;
     }
   }
   // More ranks than graphs in a step: the extra ranks draw nothing.
   EXPECT_TRUE(s.draw(0, 0, 7, 8).empty());
+}
+
+TEST(Sampler, DealsGraphsByWork) {
+  const auto counts = config_counts();
+  std::vector<int64_t> cost(counts.size());
+  for (size_t g = 0; g < cost.size(); ++g) cost[g] = 1 + static_cast<int64_t>((g * 37) % 200);
+  SlateSampler s(counts, options(), cost);
+  auto work = [&](const SlateDraw& d) {
+    return cost[static_cast<size_t>(d.graph)] * static_cast<int64_t>(d.configs.size());
+  };
+  for (int64_t step = 0; step < 3; ++step) {
+    const auto all = s.draw(1, step, 0, 1);
+    // Independent check: every split of the 6 graphs into 2 ranks, by brute force; the
+    // greedy deal must be within the largest graph's work of the best split (LPT bound).
+    int64_t total = 0, largest = 0, best = INT64_MAX;
+    for (const auto& d : all) total += work(d), largest = std::max(largest, work(d));
+    for (int mask = 0; mask < (1 << all.size()); ++mask) {
+      int64_t a = 0;
+      for (size_t i = 0; i < all.size(); ++i)
+        if (mask >> i & 1) a += work(all[i]);
+      best = std::min(best, std::max(a, total - a));
+    }
+    const auto r0 = s.draw(1, step, 0, 2), r1 = s.draw(1, step, 1, 2);
+    int64_t w0 = 0, w1 = 0;
+    for (const auto& d : r0) w0 += work(d);
+    for (const auto& d : r1) w1 += work(d);
+    EXPECT_EQ(w0 + w1, total);
+    EXPECT_EQ(r0.size() + r1.size(), all.size());
+    EXPECT_LE(std::max(w0, w1), best + largest) << "step " << step;
+    EXPECT_LE(std::max(w0, w1) - std::min(w0, w1), largest) << "step " << step;
+    // The heaviest graph goes to rank 0; each rank's draws stay in stream order.
+    const auto heaviest = std::max_element(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+      return work(a) < work(b);
+    });
+    EXPECT_TRUE(std::any_of(r0.begin(), r0.end(), [&](const auto& d) { return d.position == heaviest->position; }));
+    for (const auto* r : {&r0, &r1})
+      for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].position, (*r)[i].position);
+  }
+  EXPECT_THROW(SlateSampler(counts, options(), {1, 2}), Error);
+  EXPECT_THROW(SlateSampler({3, 4}, options(), {1, 0}), Error);
 }
 
 TEST(Sampler, ResumedRunDrawsTheSameSlates) {
