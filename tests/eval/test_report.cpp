@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "tests/test_util.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "trainer/eval/report.h"
@@ -15,20 +16,6 @@ using namespace tpuperf;
 using testing::HasSubstr;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tpuperf_test_report.XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 MetricsRow row(const std::string& coll, int fold, int epoch, int64_t step, const std::string& split,
                double loss, double score) {

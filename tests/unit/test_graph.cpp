@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 
+#include "tests/test_util.h"
 #include "common/error.h"
 #include "common/graph.h"
 #include "common/npz.h"
@@ -95,12 +96,8 @@ std::string error_of(const std::function<void()>& fn) {
 class GraphTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tpuperf_graph_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     path_ = dir_ + "/bad.npz";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string write(const std::string& name, const Arrays& arrays, bool compress = false) {
     std::string p = dir_ + "/" + name;
@@ -120,7 +117,8 @@ class GraphTest : public ::testing::Test {
   }
   std::string at(const std::string& key) const { return path_ + ": key '" + key + "': "; }
 
-  std::string dir_, path_;
+  TempDir tmp_{"graph"};
+  std::string dir_ = tmp_.path(), path_;
 };
 
 void expect_same(const TileGraph& a, const TileGraph& b) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/test_util.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/manifest.h"
@@ -17,19 +18,6 @@ namespace tpuperf {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tpuperf_test_manifest_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 ManifestGraph graph(int i) {
   ManifestGraph g;

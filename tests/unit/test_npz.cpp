@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 
+#include "tests/test_util.h"
 #include "common/error.h"
 #include "common/npz.h"
 
@@ -153,12 +154,6 @@ std::string error_of(const std::function<void()>& fn) {
 
 class NpzTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tpuperf_npz_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   std::string write(const std::string& name, const std::string& bytes) const {
@@ -174,7 +169,8 @@ class NpzTest : public ::testing::Test {
     return p + ": key '" + key + "': ";
   }
 
-  std::string dir_;
+  TempDir tmp_{"npz"};
+  std::string dir_ = tmp_.path();
 };
 
 // Deterministic values of every dtype, written by NpzWriter and compared after reading.

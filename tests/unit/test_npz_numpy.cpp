@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 
+#include "tests/test_util.h"
 #include "common/npz.h"
 
 using namespace tpuperf;
@@ -75,13 +76,8 @@ void check_python_arrays(NpzReader& r) {
 
 class NumpyTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tpuperf_numpy_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  TempDir tmp_{"numpy"};
+  std::string dir_ = tmp_.path();
 };
 
 }  // namespace

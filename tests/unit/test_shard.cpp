@@ -16,6 +16,7 @@
 #include <iterator>
 #include <random>
 
+#include "tests/test_util.h"
 #include "common/error.h"
 #include "common/shard.h"
 
@@ -23,19 +24,6 @@ namespace tpuperf {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tpuperf_test_shard_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 constexpr int kF = 6;
 
