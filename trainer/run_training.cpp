@@ -217,6 +217,7 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
   if (opts.fresh && (opts.resume || opts.predict_only))
     throw Error("--fresh deletes the checkpoints that --resume and --predict-only need");
   if (opts.resume && opts.predict_only) throw Error("--resume and --predict-only exclude each other");
+  if (opts.train_only && opts.predict_only) throw Error("--train-only and --predict-only exclude each other");
   if (opts.predict_only) k = saved_folds(s, collections);
   if (ctx.rank == 0) {
     cfg.log();
@@ -265,6 +266,7 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
                      [&](const ManifestGraph& g) { return k > 1 && g.split == "train" && g.fold == fold; },
                      c + " oof fold " + std::to_string(fold));
         best = train_fold(s, c, fold, {&train, &oof, sets[c].valid.get()}, layout.group_comm, opts.resume);
+        if (opts.train_only) continue;
       }
       FeatureTransform transform;
       CheckpointMeta meta = peek_checkpoint(best, &transform);
@@ -285,6 +287,15 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
       for (auto& g : score_set(s, ranker, *valid, "valid", fold, false, layout.group_comm)) mine.push_back(std::move(g));
       for (auto& g : score_set(s, ranker, *test, "test", fold, true, layout.group_comm)) mine.push_back(std::move(g));
     }
+  }
+  if (opts.train_only) {
+    MPI_Barrier(ctx.world);  // every fold's checkpoints are written
+    if (ctx.rank == 0) {
+      merge_metrics(s);
+      spdlog::info("trained {} folds of {} collections; --predict-only writes the submission and report", k,
+                   collections.size());
+    }
+    return kExitOk;
   }
   std::vector<GraphScores> all = gather_scores(mine, layout);
   int code = kExitOk;

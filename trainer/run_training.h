@@ -13,6 +13,7 @@ struct TrainRunOptions {
   bool resume = false;        // continue from the last checkpoints
   bool fresh = false;         // delete previous checkpoints and metrics first
   bool predict_only = false;  // no training: score with the saved best checkpoints
+  bool train_only = false;    // train the folds, then stop: no prediction or ensemble
 };
 
 // Collective over ctx.world. Returns an exit code.

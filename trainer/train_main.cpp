@@ -25,6 +25,8 @@ static int train(const MpiContext& ctx, int argc, char** argv) {
       .flag("resume", "continue from the last checkpoint of every fold (a finished fold is not retrained)")
       .flag("fresh", "delete earlier checkpoints and metrics in output.dir first")
       .flag("predict-only", "no training: score the valid and test graphs with the saved best checkpoints")
+      .flag("train-only", "train the folds and stop: no prediction, ensemble or submission (a later "
+                          "--predict-only run makes them; e.g. separate cluster jobs)")
       .epilog(kEpilog);
   cli.parse(argc, argv);
   Config cfg = Config::from_cli(cli);
@@ -32,6 +34,7 @@ static int train(const MpiContext& ctx, int argc, char** argv) {
   opts.resume = cli.has("resume");
   opts.fresh = cli.has("fresh");
   opts.predict_only = cli.has("predict-only");
+  opts.train_only = cli.has("train-only");
   return run_training(cfg, ctx, opts);
 }
 

@@ -97,6 +97,14 @@ print(f"{len(a)} metric rows identical after resume")
 PY
 cmp "$work/run/submission.csv" "$work/run2/submission.csv"
 
+step "--train-only trains and stops; --predict-only then writes the same submission"
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --train-only --set output.dir="$work/run3" > "$work/to.log" 2>&1 \
+  || { tail -30 "$work/to.log"; exit 1; }
+[ -s "$work/run3/metrics.csv" ] && [ ! -e "$work/run3/submission.csv" ] || { ls "$work/run3"; echo "train-only wrote a submission or no metrics"; exit 1; }
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --predict-only --set output.dir="$work/run3" > "$work/to_pred.log" 2>&1 \
+  || { tail -30 "$work/to_pred.log"; exit 1; }
+cmp "$work/run/submission.csv" "$work/run3/submission.csv"
+
 step "--resume refuses other settings or other data"
 expect_refusal() {  # LOG FRAGMENT ARGS...
   local log=$1 fragment=$2; shift 2
