@@ -1,5 +1,7 @@
 #include "trainer/graph_ops.h"
 
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tpuperf {
@@ -26,7 +28,40 @@ torch::Tensor clamped_counts(const torch::Tensor& index, int64_t n, const torch:
   return counts.clamp_min(1).unsqueeze(-1);
 }
 
+// Counting sort of the edges by `row` (stable, so each row keeps edge order): CSR of the
+// `col` ends.
+std::pair<torch::Tensor, torch::Tensor> csr_by(const torch::Tensor& row, const torch::Tensor& col,
+                                               int64_t n) {
+  const auto r = row.contiguous(), c = col.contiguous();
+  const int64_t* rp = r.data_ptr<int64_t>();
+  const int64_t* cp = c.data_ptr<int64_t>();
+  const int64_t e = r.numel();
+  auto ptr = torch::zeros({n + 1}, torch::kInt64);
+  auto idx = torch::empty({e}, torch::kInt64);
+  int64_t* pp = ptr.data_ptr<int64_t>();
+  int64_t* ip = idx.data_ptr<int64_t>();
+  for (int64_t i = 0; i < e; ++i) {
+    TORCH_CHECK(rp[i] >= 0 && rp[i] < n && cp[i] >= 0 && cp[i] < n, "edge ", i, " (", rp[i], ", ",
+                cp[i], ") names a node outside [0, ", n, ")");
+    ++pp[rp[i] + 1];
+  }
+  for (int64_t u = 0; u < n; ++u) pp[u + 1] += pp[u];
+  std::vector<int64_t> next(pp, pp + n);
+  for (int64_t i = 0; i < e; ++i) ip[next[static_cast<size_t>(rp[i])]++] = cp[i];
+  return {ptr, idx};
+}
+
 }  // namespace
+
+Adjacency Adjacency::build(const GraphEdges& edges, int64_t num_nodes) {
+  TORCH_CHECK(edges.consumer.dtype() == torch::kInt64 && edges.producer.dtype() == torch::kInt64,
+              "edges must be int64");
+  Adjacency adj;
+  adj.num_nodes = num_nodes;
+  std::tie(adj.producer_ptr, adj.producer_idx) = csr_by(edges.consumer, edges.producer, num_nodes);
+  std::tie(adj.consumer_ptr, adj.consumer_idx) = csr_by(edges.producer, edges.consumer, num_nodes);
+  return adj;
+}
 
 torch::Tensor scatter_aggregate(const torch::Tensor& x, const torch::Tensor& src,
                                 const torch::Tensor& dst, Aggregation agg) {

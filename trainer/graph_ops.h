@@ -19,6 +19,20 @@ struct GraphEdges {
   torch::Tensor producer;  // v
 };
 
+// The same edges in compressed sparse row form, both ways, for gather-only aggregation
+// (trainer/fused_ops.h): the producers of node u are producer_idx[producer_ptr[u] ..
+// producer_ptr[u + 1]), its consumers consumer_idx[consumer_ptr[u] .. consumer_ptr[u + 1]),
+// each in edge order, repeated edges repeated (so counts equal the scatter version's).
+// All int64 CPU tensors; the ptr ones have N + 1 entries.
+struct Adjacency {
+  int64_t num_nodes = 0;
+  torch::Tensor producer_ptr, producer_idx;
+  torch::Tensor consumer_ptr, consumer_idx;
+
+  // Throws c10::Error if an edge names a node outside [0, num_nodes).
+  static Adjacency build(const GraphEdges& edges, int64_t num_nodes);
+};
+
 // out[..., dst[e], :] += x[..., src[e], :] over all edges e; nodes without incoming
 // messages get 0. The mean divides by the number of messages a node receives.
 torch::Tensor scatter_aggregate(const torch::Tensor& x, const torch::Tensor& src,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "trainer/fused_ops.h"
 
 namespace tpuperf {
 
@@ -20,6 +21,12 @@ std::vector<SageBlock> make_blocks(torch::nn::Module& owner, const ModelOptions&
   return blocks;
 }
 
+// The dropout probability to apply now and, if any, a fresh seed for its mask.
+std::pair<double, uint64_t> dropout_draw(const torch::nn::Module& m, double p) {
+  if (!m.is_training() || p == 0) return {0.0, 0};
+  return {p, draw_dropout_seed()};
+}
+
 // Config features are bounds, sums and products of bounds (up to ~1e6): compress the
 // range the same way the pipeline treats heavy-tailed node columns.
 torch::Tensor signed_log1p(const torch::Tensor& x) {
@@ -28,15 +35,19 @@ torch::Tensor signed_log1p(const torch::Tensor& x) {
 
 }  // namespace
 
-SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout)
+SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_)
     : linear(register_module("linear", torch::nn::Linear(3 * hidden, hidden))),
       norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
-      drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+      dropout(dropout_) {}
 
-torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const GraphEdges& edges) {
-  const auto msg =
-      torch::cat({x, aggregate_from_producers(x, edges), aggregate_from_consumers(x, edges)}, -1);
-  return norm(x + drop(F::gelu(linear(msg))));
+torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const Adjacency& adj) {
+  const int64_t H = x.size(-1);
+  // weight is [W_self | W_producers | W_consumers] (H x 3H); x @ this gives [x W_self^T |
+  // x W_producers^T | x W_consumers^T] in one matmul.
+  const auto stacked = linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
+  const auto z = sage_message(torch::matmul(x, stacked), linear->bias, adj);
+  const auto [p, seed] = dropout_draw(*this, dropout);
+  return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), p, seed);
 }
 
 NodeEncoderImpl::NodeEncoderImpl(int64_t num_node_feat, const ModelOptions& opts)
@@ -76,19 +87,17 @@ ReadoutImpl::ReadoutImpl(const ModelOptions& opts)
     : pool_proj(register_module("pool_proj", torch::nn::Linear(2 * opts.hidden, opts.hidden))),
       hidden(register_module("hidden", torch::nn::Linear(opts.hidden, opts.hidden))),
       score(register_module("score", torch::nn::Linear(opts.hidden, 1))),
-      drop(register_module("drop", torch::nn::Dropout(opts.dropout))) {
+      dropout(opts.dropout) {
   if (opts.attention_heads > 0)
     attention = register_module("attention", ConfigAttention(opts.hidden, opts.attention_heads));
 }
 
 torch::Tensor ReadoutImpl::forward(const torch::Tensor& x, const Batch& batch) {
-  const int64_t G = batch.num_graphs;
-  const auto pooled =
-      torch::cat({segment_mean(x, batch.node_graph, G), segment_max(x, batch.node_graph, G)},
-                 -1);                                   // S x G x 2H
-  auto z = F::gelu(pool_proj(pooled.transpose(0, 1)));  // G x S x H
+  const auto pooled = segment_mean_max(x, batch.node_offsets);  // S x G x 2H
+  auto z = F::gelu(pool_proj(pooled.transpose(0, 1)));             // G x S x H
   if (!attention.is_empty()) z = attention(z, batch.config_mask);
-  return score(drop(F::gelu(hidden(z)))).squeeze(-1);  // G x S
+  const auto [p, seed] = dropout_draw(*this, dropout);
+  return score(counter_dropout(F::gelu(hidden(z)), p, seed)).squeeze(-1);  // G x S
 }
 
 TileModelImpl::TileModelImpl(int64_t num_node_feat, const ModelOptions& opts)
@@ -103,7 +112,8 @@ torch::Tensor TileModelImpl::forward(const Batch& batch) {
   const auto cfg = config_out(F::gelu(config_in(signed_log1p(batch.config_feat))));  // G x S x H
   // Early join: every node of graph g in slot s gets the projection of that slot's config.
   auto x = base.unsqueeze(0) + cfg.transpose(0, 1).index_select(1, batch.node_graph);
-  for (auto& block : blocks) x = block(x, batch.edges);
+  const auto adj = Adjacency::build(batch.edges, batch.num_nodes);
+  for (auto& block : blocks) x = block(x, adj);
   return readout(x, batch);
 }
 
@@ -129,7 +139,8 @@ torch::Tensor LayoutModelImpl::forward(const Batch& batch) {
   } else {
     x = x.contiguous();
   }
-  for (auto& block : blocks) x = block(x, batch.edges);
+  const auto adj = Adjacency::build(batch.edges, batch.num_nodes);
+  for (auto& block : blocks) x = block(x, adj);
   return readout(x, batch);
 }
 

@@ -30,14 +30,18 @@ struct ModelOptions {
   int64_t attention_heads = 4;  // cross-config attention; 0 turns it off; divides hidden
 };
 
-// h' = LayerNorm(h + Dropout(GELU(W [h, mean of producers, mean of consumers]))).
+// h' = LayerNorm(h + Dropout(GELU(W [h, mean of producers, mean of consumers]))), computed
+// with the fused kernels of trainer/fused_ops.h: W's three H x H blocks are applied to h
+// first (one matmul) and the means taken of the products (the mean is linear, and the
+// gather needs no 3H-wide cat), then dropout, residual and LayerNorm run as one pass. The parameters are those of the plain
+// modules (linear: H x 3H, norm), so checkpoints do not depend on the fusion.
 struct SageBlockImpl : torch::nn::Module {
   SageBlockImpl(int64_t hidden, double dropout);
-  torch::Tensor forward(const torch::Tensor& x, const GraphEdges& edges);
+  torch::Tensor forward(const torch::Tensor& x, const Adjacency& adj);
 
   torch::nn::Linear linear{nullptr};
   torch::nn::LayerNorm norm{nullptr};
-  torch::nn::Dropout drop{nullptr};
+  double dropout;
 };
 TORCH_MODULE(SageBlock);
 
@@ -64,14 +68,15 @@ struct ConfigAttentionImpl : torch::nn::Module {
 TORCH_MODULE(ConfigAttention);
 
 // Per-config node states (S x N x H) -> scores (G x S): mean+max pooling per graph, MLP,
-// optional cross-config attention, MLP to one score.
+// optional cross-config attention, MLP to one score. Dropout before the score layer is
+// counter_dropout (trainer/fused_ops.h), like the SAGE blocks'.
 struct ReadoutImpl : torch::nn::Module {
   explicit ReadoutImpl(const ModelOptions& opts);
   torch::Tensor forward(const torch::Tensor& x, const Batch& batch);
 
   torch::nn::Linear pool_proj{nullptr}, hidden{nullptr}, score{nullptr};
   ConfigAttention attention{nullptr};
-  torch::nn::Dropout drop{nullptr};
+  double dropout;
 };
 TORCH_MODULE(Readout);
 

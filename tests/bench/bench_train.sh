@@ -9,7 +9,9 @@
 #   throughput  tpuperf-train (1 rank, train.threads_per_rank=1) against the PyTorch-Python
 #               reference (reference_train.py, torch.set_num_threads(1)) on the same graphs,
 #               slates and model (folds=1 processed dir, so one model per collection):
-#               configs/s of the training steps, per-epoch losses compared;
+#               configs/s of the training steps with the configured dropout (tpuperf's
+#               counter-based masks, the reference's nn.Dropout); a short check run of both
+#               with model dropout 0 compares per-epoch losses and final weights;
 #   scaling     tpuperf-train with 1 and 2 ranks in one fold group (folds=1), same
 #               graphs_per_step: efficiency = (cps_2 / cps_1) / 2;
 #   bench       (optional, --bench-tree) the bench-scale tree, if helper data exists or is
@@ -25,7 +27,8 @@
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   RESULTS (default <repo>/tests/bench/RESULTS.md); TP_COLLECTIONS (default
 #   "tile:xla layout:xla:random layout:nlp:random"): collections of the throughput and
-#   scaling parts; TP_EPOCHS (default 3): epochs of those runs; TPUPERF_BENCH_RAW
+#   scaling parts; TP_EPOCHS (default 3): epochs of those runs; TP_CHECK_EPOCHS (default 2):
+#   epochs of the dropout-0 check run; TPUPERF_BENCH_RAW
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
 #   BENCH_COLLECTIONS (default [tile:xla,layout:xla:default]), BENCH_EPOCHS (8),
 #   BENCH_STEPS (20): what --bench-tree trains (default: as the quality part).
@@ -45,7 +48,7 @@ while [ $# -gt 0 ]; do
     --bench-tree) DO_BENCH=1 ;;
     --rounds) ROUNDS=$2; shift ;;
     --no-results) WRITE=0 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)"; exit 2 ;;
     *) BIN=$1 ;;
   esac
@@ -60,6 +63,7 @@ RES=$CACHE/train-results
 RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
 TP_COLLECTIONS=${TP_COLLECTIONS:-tile:xla layout:xla:random layout:nlp:random}
 TP_EPOCHS=${TP_EPOCHS:-3}
+TP_CHECK_EPOCHS=${TP_CHECK_EPOCHS:-2}
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per process on both sides; LibTorch's count is train.threads_per_rank.
@@ -156,9 +160,9 @@ if [ "$DO_QUALITY" = 1 ]; then
   wall=$(since "$t0"); l1=$(load1)
   "$BIN/tpuperf-score" --submission "$WORK/quality-run/submission.csv" --truth "$SMALL" --json > "$WORK/quality.score.json"
   "$BIN/tpuperf-score" --submission "$WORK/quality-run/submission.csv" --truth "$SMALL"
-  $PY - "$WORK" "$RES/quality.json" "$wall" "$l0" "$l1" "$(stamp)" "$QUALITY_SETTINGS" <<'PY'
+  $PY - "$WORK" "$RES/quality.json" "$wall" "$l0" "$l1" "$(stamp)" "$QUALITY_SETTINGS" "$SMALL" <<'PY'
 import csv, json, re, sys
-work, out, wall, l0, l1, when, settings = sys.argv[1:]
+work, out, wall, l0, l1, when, settings = sys.argv[1:8]
 score = json.load(open(f"{work}/quality.score.json"))
 valid = {}
 for line in open(f"{work}/quality.train.log"):
@@ -169,7 +173,7 @@ for line in open(f"{work}/quality.train.log"):
 rows = list(csv.DictReader(open(f"{work}/quality-run/metrics.csv")))
 train_s = sum(float(r["elapsed_s"]) for r in rows if r["split"] == "train" and r["elapsed_s"])
 json.dump(dict(when=when, wall_s=float(wall), train_step_s=train_s, load=[float(l0), float(l1)],
-               settings=settings, score=score, valid=valid,
+               settings=settings, score=score, valid=valid, tree=sys.argv[8],
                command="mpirun --bind-to none -np 2 tpuperf-train --config quality.yaml --fresh"),
           open(out, "w"), indent=1)
 print(f"quality: {float(wall):.0f} s wall for tpuperf-train on 2 ranks")
@@ -177,21 +181,24 @@ PY
 fi
 
 # ------------------------------------------------------- throughput and scaling helpers
-# tp_run TAG NP COLLECTION: tpuperf-train on the folds=1 dir; appends a JSON line to
+# tp_run TAG NP COLLECTION [EPOCHS [DROPOUT]]: tpuperf-train on the folds=1 dir (EPOCHS
+# default TP_EPOCHS; DROPOUT overrides the model's); appends a JSON line to
 # $WORK/runs.jsonl with the epochs' losses and the configs/s of the training steps.
 tp_run() {
-  local tag=$1 np=$2 coll=$3 out=$WORK/runs/$1
+  local tag=$1 np=$2 coll=$3 epochs=${4:-$TP_EPOCHS} dropout=${5:-} out=$WORK/runs/$1
+  local extra=()
+  [ -n "$dropout" ] && extra=(--set "model.tile.dropout=$dropout" --set "model.layout.dropout=$dropout")
   rm -rf "$out"
   train_cfg "$WORK/$tag.yaml" "$WORK/small-k1" "$out"
   local l0; l0=$(load1)
   # /usr/bin/time per rank: how much of a core each rank got over its whole run (start-up,
   # loading and evaluation included), to tell contention from the trainer's own waiting.
   mpi "$np" /usr/bin/time -f "rank time: wall %e user %U sys %S" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" \
-    --fresh --set "data.collections=[$coll]" --set train.epochs="$TP_EPOCHS" --set train.threads_per_rank=1 \
-    --set train.eval_max_configs=20 > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
-  $PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" "$WORK/$tag.log" >> "$WORK/runs.jsonl" <<'PY'
+    --fresh --set "data.collections=[$coll]" --set train.epochs="$epochs" --set train.threads_per_rank=1 \
+    --set train.eval_max_configs=20 "${extra[@]}" > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
+  $PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" "$WORK/$tag.log" "$dropout" >> "$WORK/runs.jsonl" <<'PY'
 import csv, json, re, sys
-path, tag, np_, coll, l0, l1, log = sys.argv[1:]
+path, tag, np_, coll, l0, l1, log, dropout = sys.argv[1:]
 rows = [r for r in csv.DictReader(open(path)) if r["split"] == "train"]
 configs = sum(float(r["configs_per_s"]) * float(r["elapsed_s"]) for r in rows)
 seconds = sum(float(r["elapsed_s"]) for r in rows)
@@ -200,25 +207,28 @@ times = [tuple(map(float, m.groups())) for m in
 print(json.dumps(dict(tag=tag, tool="tpuperf", ranks=int(np_), collection=coll, configs=configs,
                       seconds=seconds, cps=configs / seconds, losses=[float(r["loss"]) for r in rows],
                       cpu_share=[(u + s) / w for w, u, s in times], cpu_seconds=sum(u + s for _, u, s in times),
-                      load=[float(l0), float(l1)])))
+                      check=dropout != "", load=[float(l0), float(l1)])))
 PY
   tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print(f\"  tpuperf {r['ranks']} rank(s) {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}\")"
 }
 
-# ref_run TAG COLLECTION: the reference on the same dir and settings.
+# ref_run TAG COLLECTION [EPOCHS [DROPOUT]]: the reference on the same dir and settings. With
+# DROPOUT (the check run) it compares its final weights with tpuperf's run TAG-tp; without,
+# it profiles 3 extra steps.
 ref_run() {
-  local tag=$1 coll=$2 kind=layout
+  local tag=$1 coll=$2 epochs=${3:-$TP_EPOCHS} dropout=${4:-} kind=layout
   [[ $coll == tile:* ]] && kind=tile
+  local extra=(--profile-steps 3)
+  [ -n "$dropout" ] && extra=(--compare-checkpoint "$WORK/runs/$tag-tp/checkpoints/$(echo "$coll" | tr : _)/fold0/last.pt")
   local l0; l0=$(load1)
   $PY "$HERE/reference_train.py" --processed "$WORK/small-k1" --collection "$coll" --fold 0 \
-    --epochs "$TP_EPOCHS" --steps-per-epoch "$(setting train.steps_per_epoch)" \
+    --epochs "$epochs" --steps-per-epoch "$(setting train.steps_per_epoch)" \
     --graphs-per-step "$(setting train.graphs_per_step)" --slate "$(setting "train.${kind}_slate")" \
     --hidden "$(setting "model.$kind.hidden")" --layers "$(setting "model.$kind.layers")" \
-    --dropout "$(setting "model.$kind.dropout")" --heads "$(setting "model.$kind.attention_heads")" \
-    --lr "$(setting train.lr)" --seed "$(setting train.seed)" --threads 1 --profile-steps 3 \
-    --compare-checkpoint "$WORK/runs/$tag-tp/checkpoints/$(echo "$coll" | tr : _)/fold0/last.pt" \
+    --dropout "${dropout:-$(setting "model.$kind.dropout")}" --heads "$(setting "model.$kind.attention_heads")" \
+    --lr "$(setting train.lr)" --seed "$(setting train.seed)" --threads 1 "${extra[@]}" \
     --json "$WORK/$tag.ref.json" > "$WORK/$tag.ref.log" 2>&1 || { tail -30 "$WORK/$tag.ref.log"; exit 1; }
-  $PY - "$WORK/$tag.ref.json" "$tag" "$l0" "$(load1)" >> "$WORK/runs.jsonl" <<'PY'
+  $PY - "$WORK/$tag.ref.json" "$tag" "$l0" "$(load1)" "$dropout" >> "$WORK/runs.jsonl" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 configs = sum(e["configs"] for e in r["epochs"])
@@ -227,19 +237,20 @@ print(json.dumps(dict(tag=sys.argv[2], tool="reference", ranks=1, collection=r["
                       seconds=seconds, cps=configs / seconds, losses=[e["loss"] for e in r["epochs"]],
                       max_abs_param_diff=r.get("max_abs_param_diff"), torch=r["torch"],
                       batch_share=sum(e["batch_seconds"] for e in r["epochs"]) / seconds,
-                      profile=r.get("profile"),
+                      profile=r.get("profile"), check=sys.argv[5] != "",
                       load=[float(sys.argv[3]), float(sys.argv[4])])))
 PY
-  tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print(f\"  reference {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}, max |param diff| {r['max_abs_param_diff']:.2g}\")"
+  tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); d=r['max_abs_param_diff']; print(f\"  reference {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}\" + ('' if d is None else f', max |param diff| {d:.2g}'))"
 }
 
 # collect PART: the runs of this invocation into $RES/PART.json.
 collect() {
-  $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$TP_EPOCHS" "$ROUNDS" "$QUALITY_SETTINGS" <<'PY'
+  $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$TP_EPOCHS" "$ROUNDS" "$QUALITY_SETTINGS" "$TP_CHECK_EPOCHS" <<'PY'
 import json, sys
-runs_path, out, when, epochs, rounds, settings = sys.argv[1:]
+runs_path, out, when, epochs, rounds, settings, check_epochs = sys.argv[1:]
 runs = [json.loads(l) for l in open(runs_path)]
-json.dump(dict(when=when, epochs=int(epochs), rounds=int(rounds), settings=settings, runs=runs),
+json.dump(dict(when=when, epochs=int(epochs), rounds=int(rounds), settings=settings, runs=runs,
+               check_epochs=int(check_epochs)),
           open(out, "w"), indent=1)
 PY
 }
@@ -254,6 +265,10 @@ if [ "$DO_THROUGHPUT" = 1 ]; then
   echo "== throughput: tpuperf (1 rank, 1 thread) vs reference (1 thread), $ROUNDS rounds"
   : > "$WORK/runs.jsonl"
   for coll in $TP_COLLECTIONS; do
+    # Same work check: with dropout 0 both sides must train the same model.
+    tag="tp-$(echo "$coll" | tr : _)-check"
+    tp_run "$tag-tp" 1 "$coll" "$TP_CHECK_EPOCHS" 0
+    ref_run "$tag" "$coll" "$TP_CHECK_EPOCHS" 0
     for r in $(seq 1 "$ROUNDS"); do
       tag="tp-$(echo "$coll" | tr : _)-r$r"
       tp_run "$tag-tp" 1 "$coll"
@@ -307,9 +322,9 @@ if [ "$DO_BENCH" = 1 ]; then
     > "$WORK/bench.score.json"
   "$BIN/tpuperf-score" --submission "$WORK/bench-run/submission.csv" --truth "$WORK/bench-truth"
   $PY - "$WORK" "$RES/bench.json" "$wall" "$pre_s" "$l0" "$l1" "$(stamp)" "$BENCH_COLLECTIONS" \
-      "${BENCH_EPOCHS:-8}" "${BENCH_STEPS:-20}" <<'PY'
+      "${BENCH_EPOCHS:-8}" "${BENCH_STEPS:-20}" "$BENCH_GEN" <<'PY'
 import csv, json, sys
-work, out, wall, pre_s, l0, l1, when, colls, epochs, steps = sys.argv[1:]
+work, out, wall, pre_s, l0, l1, when, colls, epochs, steps, tree = sys.argv[1:]
 rows = [r for r in csv.DictReader(open(f"{work}/bench-run/metrics.csv")) if r["split"] == "train"]
 cps = {}
 for r in rows:
@@ -317,7 +332,7 @@ for r in rows:
     c[0] += float(r["configs_per_s"]) * float(r["elapsed_s"])
     c[1] += float(r["elapsed_s"])
 json.dump(dict(when=when, wall_s=float(wall), preprocess_s=float(pre_s), load=[float(l0), float(l1)],
-               collections=colls, epochs=int(epochs), steps_per_epoch=int(steps),
+               tree=tree, collections=colls, epochs=int(epochs), steps_per_epoch=int(steps),
                score=json.load(open(f"{work}/bench.score.json")),
                cps={k: v[0] / v[1] for k, v in cps.items()}), open(out, "w"), indent=1)
 PY
@@ -368,7 +383,7 @@ if quality:
     q = quality
     lines += ["### Quality (small tree)", "",
               f"Run {q['when']}, load {q['load'][0]:.2f} → {q['load'][1]:.2f}. Data: `tpuperf-synth "
-              f"--out {small} --scale small --seed 0`, `tpuperf-preprocess` with `preprocess.folds=2`; "
+              f"--out {q.get('tree', small)} --scale small --seed 0`, `tpuperf-preprocess` with `preprocess.folds=2`; "
               f"`{q['command']}` with these settings (the rest as in configs/demo.yaml):", "", "```yaml",
               q["settings"], "```", "",
               f"Wall time of tpuperf-train (loading, 2 folds x 5 collections, evaluation, test "
@@ -410,7 +425,9 @@ def all_cps(runs):
     return ", ".join(f"{r['cps']:.0f}" for r in runs)
 
 if tp:
-    runs = tp["runs"]
+    # Timed runs use the configured dropout; check runs (dropout 0) show the same work.
+    checks = [r for r in tp["runs"] if r.get("check")]
+    runs = [r for r in tp["runs"] if not r.get("check")]
     colls = list(dict.fromkeys(r["collection"] for r in runs))
     lines += ["### Throughput: tpuperf-train vs PyTorch-Python reference (1 core each)", "",
               f"Run {tp['when']}. Processed dir: the small tree with `preprocess.folds=1` (one model "
@@ -425,31 +442,45 @@ if tp:
               "training steps / their seconds (evaluation and loading excluded on both sides); "
               f"{tp['rounds']} rounds alternating the tools, best round shown, all rounds in brackets.", "",
               "| collection | tpuperf configs/s per core | reference configs/s per core | ratio | target | "
-              "same losses (max rel. diff) | max abs. weight diff after training | load per round (tp; ref) |",
+              f"dropout-0 check ({tp.get('check_epochs', '?')} epochs): same losses (max rel. diff) | "
+              "max abs. weight diff after the check | load per round (tp; ref) |",
               "|---|---|---|---|---|---|---|---|"]
+
+    def loss_diff(t, r):
+        return max((abs(a - b) / max(abs(a), 1e-12) for x, y in zip(t, r) for a, b in zip(x["losses"], y["losses"])),
+                   default=None)
+
     for c in colls:
         t, r = by(runs, collection=c, tool="tpuperf"), by(runs, collection=c, tool="reference")
         if not t or not r:
             continue
-        rel = max(abs(a - b) / max(abs(a), 1e-12) for x, y in zip(t, r) for a, b in zip(x["losses"], y["losses"]))
-        wd = max(y["max_abs_param_diff"] for y in r if y.get("max_abs_param_diff") is not None)
+        ct, cr = by(checks, collection=c, tool="tpuperf"), by(checks, collection=c, tool="reference")
+        rel = loss_diff(ct, cr)
+        wd = max((y["max_abs_param_diff"] for y in cr if y.get("max_abs_param_diff") is not None), default=None)
         target = ">= 3" if c.startswith("tile:") else ">= 1.3"
         lines.append(f"| {c} | {best(t):.1f} ({all_cps(t)}) | {best(r):.1f} ({all_cps(r)}) | "
-                     f"**{best(t) / best(r):.2f}** | {target} | {rel:.1e} | {wd:.1e} | {loads(t)}; {loads(r)} |")
-    lines += ["", "Where a step's time goes (self CPU time per LibTorch op, PyTorch profiler on 3 "
-              "extra reference steps after training; tpuperf calls the same ops; the reference's "
-              "Python-side batch building is given as its share of the timed steps):", ""]
+                     f"**{best(t) / best(r):.2f}** | {target} | {'n/a' if rel is None else f'{rel:.1e}'} | "
+                     f"{'n/a' if wd is None else f'{wd:.1e}'} | {loads(t)}; {loads(r)} |")
+    lines += ["", "Where the reference's step time goes (self CPU time per LibTorch op, PyTorch profiler "
+              "on 3 extra reference steps after training; tpuperf does the same math with fused "
+              "kernels, trainer/fused_ops.h; the reference's Python-side batch building is given as "
+              "its share of the timed steps):", ""]
     for c in colls:
         r = [x for x in by(runs, collection=c, tool="reference") if x.get("profile")]
         if r:
             ops = ", ".join(f"{p['op'].replace('aten::', '')} {100 * p['share']:.0f}%" for p in r[0]["profile"])
             lines.append(f"- {c}: {ops}; batch building {100 * r[0]['batch_share']:.1f}%")
-    lines += ["", "The reference builds the same modules in the same order from the same seeds, draws "
-              "the same slates (tpuperf's sampler re-implemented) and applies the same dropout masks, "
-              "so its per-epoch training losses match tpuperf's (column 'same losses'): both sides do "
-              "the same work. Where the reference differs it is favoured: it keeps every layout "
-              "config row in memory (tpuperf reads each slate's rows from the HDF5 shard inside the "
-              "step) and draws an epoch's slates before its clock starts.", ""]
+    lines += ["", "The reference builds the same modules in the same order from the same seeds and draws "
+              "the same slates (tpuperf's sampler re-implemented). Dropout masks cannot match: tpuperf "
+              "draws them by hashing (seed, element index) with splitmix64 (trainer/fused_ops.h), the "
+              "reference uses plain nn.Dropout (torch's bernoulli_). So the same-work check is a "
+              "separate run of both sides with model dropout 0 (all else equal, "
+              f"{tp.get('check_epochs', '?')} epochs): its per-epoch training losses and final "
+              "weights are compared (columns 'dropout-0 check'); the timed runs then use the "
+              "configured dropout on both sides, and their losses differ by the masks only. Where the "
+              "reference differs it is favoured: it keeps every layout config row in memory (tpuperf "
+              "reads each slate's rows from the HDF5 shard inside the step) and draws an epoch's "
+              "slates before its clock starts.", ""]
 
 if sc:
     runs = sc["runs"]
@@ -482,7 +513,7 @@ if bench:
     b = bench
     lines += ["### Bench tree (some collections)", "",
               f"Run {b['when']}, load {b['load'][0]:.2f} → {b['load'][1]:.2f}. `tpuperf-synth --scale bench "
-              f"--seed 0` ({bench_gen}), collections {b['collections']}, folds 2, preprocessing "
+              f"--seed 0` ({b.get('tree', bench_gen)}), collections {b['collections']}, folds 2, preprocessing "
               f"{b['preprocess_s']:.0f} s on 2 ranks; tpuperf-train on 2 ranks with the quality settings, "
               f"{b['epochs']} epochs of {b['steps_per_epoch']} steps: {b['wall_s']:.0f} s wall. Training "
               "configs/s (per fold, 1 rank each): "

@@ -6,11 +6,14 @@ PyG), fed from the same HDF5 shards (common/shard.h) with the manifest's feature
 
 It reproduces tpuperf's run of one fold on one rank: the same train graphs in manifest
 order, the same slates (the splitmix64 sampler re-implemented), the same initial weights
-and dropout masks (torch.manual_seed with tpuperf's mix_seed, modules built in the same
-order), the same batch layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient
-clipping. So its per-epoch losses should equal the ones tpuperf logs, and its final
-weights the fold's last.pt (--compare-checkpoint), up to float rounding: that is the check
-that both sides train the same thing before their speeds are compared.
+(torch.manual_seed with tpuperf's mix_seed, modules built in the same order), the same
+batch layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient clipping.
+Dropout is plain nn.Dropout, whose masks differ from tpuperf's (a splitmix64 hash of seed
+and element, trainer/fused_ops.h). So with --dropout 0 (and tpuperf's model dropout 0) its
+per-epoch losses should equal the ones tpuperf logs, and its final weights the fold's
+last.pt (--compare-checkpoint), up to float rounding: that is the check that both sides
+train the same thing before their speeds are compared (bench_train.sh runs it apart from
+the timed runs, which use the configured dropout on both sides).
 
 Timing: only the optimizer steps of an epoch (batch building, forward, loss, backward,
 clipping, AdamW), as tpuperf's "configs/s" does. Unlike tpuperf, which reads layout config

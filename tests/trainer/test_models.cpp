@@ -167,6 +167,30 @@ TEST_F(Models, LayoutEquivariantAndMixing) {
   check_equivariance_and_mixing<LayoutModel>(Kind::Layout);
 }
 
+// Training-mode dropout draws its masks from torch's generator: the same torch seed replays
+// the same scores (what makes --resume replay an epoch), another seed changes them, and
+// evaluation mode applies no dropout.
+TEST_F(Models, DropoutFollowsTorchSeedAndIsOffInEval) {
+  std::mt19937_64 rng(7);
+  for (Kind kind : {Kind::Tile, Kind::Layout}) {
+    auto a = random_graph(kind, rng, 9, 5), b = random_graph(kind, rng, 6, 5);
+    const auto batch = make_batch(kind, {&a, &b}, {{0, 1, 2, 3}, {4, 0}});
+    auto opts = small_options();
+    opts.dropout = 0.5;
+    torch::nn::AnyModule model = kind == Kind::Tile ? torch::nn::AnyModule(TileModel(kFeat, opts))
+                                                    : torch::nn::AnyModule(LayoutModel(kFeat, opts));
+    torch::NoGradGuard no_grad;
+    const auto scores = [&](uint64_t seed) {
+      torch::manual_seed(seed);
+      return model.forward(batch);
+    };
+    EXPECT_TRUE(torch::equal(scores(1), scores(1)));
+    EXPECT_FALSE(torch::allclose(scores(1), scores(2)));
+    model.ptr()->eval();
+    EXPECT_TRUE(torch::equal(scores(1), scores(2)));
+  }
+}
+
 // Fraction of real pairs with distinct targets that the scores order correctly.
 double pairwise_accuracy(const torch::Tensor& scores, const Batch& batch) {
   auto s = scores.to(torch::kFloat64);

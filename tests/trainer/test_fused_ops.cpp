@@ -1,0 +1,257 @@
+// The fused kernels of trainer/fused_ops.h against the unfused LibTorch compositions they
+// replace (values and gradients, float and double), against central finite differences in
+// double, and the counter-based dropout mask: keep rate, replay from the seed, and backward
+// using the forward's mask.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "trainer/fused_ops.h"
+#include "trainer/graph_ops.h"
+
+namespace tpuperf {
+namespace {
+
+namespace F = torch::nn::functional;
+using Fn = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
+
+class FusedOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::set_num_threads(1);
+    torch::manual_seed(0);
+  }
+};
+
+// A DAG with repeated edges and isolated nodes (u consumes v, u > v).
+GraphEdges random_edges(std::mt19937_64& rng, int64_t n, int64_t m) {
+  std::vector<int64_t> consumer, producer;
+  for (int64_t e = 0; e < m; ++e) {
+    const int64_t u = 2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(n - 3));
+    consumer.push_back(u);
+    producer.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(u)));
+  }
+  consumer.push_back(consumer.back());  // a repeated edge
+  producer.push_back(producer.back());
+  return {torch::tensor(consumer), torch::tensor(producer)};
+}
+
+// Runs f on leaf copies of inputs; returns its value and the gradients of sum(w * f).
+std::vector<torch::Tensor> value_and_grads(const Fn& f, const std::vector<torch::Tensor>& inputs,
+                                           const torch::Tensor& w) {
+  std::vector<torch::Tensor> leaves;
+  for (const auto& t : inputs) leaves.push_back(t.detach().clone().set_requires_grad(true));
+  const auto out = f(leaves);
+  (out * w).sum().backward();
+  std::vector<torch::Tensor> result = {out.detach()};
+  for (const auto& l : leaves) result.push_back(l.grad());
+  return result;
+}
+
+// Fused and reference agree in value and in the gradient of every input.
+void expect_same(const Fn& fused, const Fn& reference, const std::vector<torch::Tensor>& inputs,
+                 double rtol, double atol) {
+  torch::NoGradGuard off;
+  const auto w = torch::randn_like(reference(inputs));
+  torch::AutoGradMode on(true);
+  const auto a = value_and_grads(fused, inputs, w), b = value_and_grads(reference, inputs, w);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].sizes(), b[i].sizes()) << (i == 0 ? "value" : "gradient of input " + std::to_string(i - 1));
+    EXPECT_TRUE(torch::allclose(a[i], b[i], rtol, atol))
+        << (i == 0 ? "value" : "gradient of input " + std::to_string(i - 1)) << ": max abs diff "
+        << (a[i] - b[i]).abs().max().item<double>();
+  }
+}
+
+// Autograd gradients of sum(w * f) against central differences, every input, in double.
+void expect_finite_differences(const Fn& f, const std::vector<torch::Tensor>& inputs) {
+  const auto w = torch::randn_like(f(inputs));
+  const auto analytic = value_and_grads(f, inputs, w);
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> x;
+  for (const auto& t : inputs) x.push_back(t.detach().clone());
+  const double eps = 1e-6;
+  for (size_t k = 0; k < x.size(); ++k) {
+    auto flat = x[k].view({-1});
+    auto numeric = torch::zeros_like(flat);
+    for (int64_t i = 0; i < flat.size(0); ++i) {
+      const double keep = flat[i].item<double>();
+      flat[i] = keep + eps;
+      const double up = (f(x) * w).sum().item<double>();
+      flat[i] = keep - eps;
+      const double down = (f(x) * w).sum().item<double>();
+      flat[i] = keep;
+      numeric[i] = (up - down) / (2 * eps);
+    }
+    const auto got = analytic[k + 1].reshape({-1});
+    EXPECT_TRUE(torch::allclose(got, numeric, 1e-5, 1e-7))
+        << "input " << k << ": max abs diff " << (got - numeric).abs().max().item<double>();
+  }
+}
+
+// ------------------------------------------------------------------------ sage_message
+// x, W (H x 3H), b -> the fused message and the plain linear(cat(x, means)).
+Fn fused_message(const Adjacency& adj) {
+  return [adj](const std::vector<torch::Tensor>& in) {
+    const int64_t H = in[0].size(-1);
+    const auto stacked = in[1].view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
+    return sage_message(torch::matmul(in[0], stacked), in[2], adj);
+  };
+}
+
+Fn plain_message(const GraphEdges& edges) {
+  return [edges](const std::vector<torch::Tensor>& in) {
+    const auto& x = in[0];
+    return F::linear(
+        torch::cat({x, aggregate_from_producers(x, edges), aggregate_from_consumers(x, edges)}, -1),
+        in[1], in[2]);
+  };
+}
+
+TEST_F(FusedOps, SageMessageMatchesLinearOfConcatenatedMeans) {
+  std::mt19937_64 rng(1);
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    for (int trial = 0; trial < 3; ++trial) {
+      const int64_t n = 20 + 7 * trial, S = 1 + trial, H = 8;
+      const auto edges = random_edges(rng, n, 3 * n);
+      const auto adj = Adjacency::build(edges, n);
+      const auto opts = torch::TensorOptions().dtype(dtype);
+      expect_same(fused_message(adj), plain_message(edges),
+                  {torch::randn({S, n, H}, opts), torch::randn({H, 3 * H}, opts), torch::randn({H}, opts)},
+                  1e-5, 1e-5);
+    }
+  }
+}
+
+TEST_F(FusedOps, SageMessageGradientsMatchFiniteDifferences) {
+  std::mt19937_64 rng(2);
+  const int64_t n = 9, H = 3;
+  const auto edges = random_edges(rng, n, 14);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  expect_finite_differences(fused_message(Adjacency::build(edges, n)),
+                            {torch::randn({2, n, H}, opts), torch::randn({H, 3 * H}, opts),
+                             torch::randn({H}, opts)});
+}
+
+TEST_F(FusedOps, AdjacencyRejectsOutOfRangeNodes) {
+  const GraphEdges edges{torch::tensor(std::vector<int64_t>{1, 5}), torch::tensor(std::vector<int64_t>{0, 1})};
+  EXPECT_THROW(Adjacency::build(edges, 5), c10::Error);
+  const auto states = torch::randn({1, 4, 6});
+  EXPECT_THROW(sage_message(states, torch::zeros({2}), Adjacency::build(edges, 6)), c10::Error);
+}
+
+// ------------------------------------------------- gelu -> dropout -> add -> LayerNorm
+// The mask of gelu_dropout_add_layer_norm as a tensor (1 / (1 - p) or 0), from the seed.
+torch::Tensor mask_of(torch::IntArrayRef shape, double p, uint64_t seed, torch::Dtype dtype) {
+  auto m = torch::empty(shape, torch::kFloat64);
+  auto flat = m.view({-1});
+  auto a = flat.accessor<double, 1>();
+  for (int64_t i = 0; i < flat.size(0); ++i) a[i] = dropout_keeps(seed, i, p) ? 1.0 / (1.0 - p) : 0.0;
+  return m.to(dtype);
+}
+
+TEST_F(FusedOps, EpilogueMatchesComposition) {
+  const uint64_t seed = 12345;
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    for (double p : {0.0, 0.1, 0.5}) {
+      const auto opts = torch::TensorOptions().dtype(dtype);
+      const std::vector<int64_t> shape = {3, 17, 32};
+      const auto mask = mask_of(shape, p, seed, dtype);
+      const Fn fused = [&](const std::vector<torch::Tensor>& in) {
+        return gelu_dropout_add_layer_norm(in[0], in[1], in[2], in[3], 1e-5, p, seed);
+      };
+      const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+        return F::layer_norm(in[1] + F::gelu(in[0]) * mask,
+                             F::LayerNormFuncOptions({32}).weight(in[2]).bias(in[3]).eps(1e-5));
+      };
+      expect_same(fused, plain,
+                  {2 * torch::randn(shape, opts), torch::randn(shape, opts),
+                   1 + 0.3 * torch::randn({32}, opts), 0.3 * torch::randn({32}, opts)},
+                  1e-5, 1e-5);
+    }
+  }
+}
+
+TEST_F(FusedOps, EpilogueGradientsMatchFiniteDifferences) {
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  for (double p : {0.0, 0.3}) {
+    // The same seed on every evaluation: finite differences see the forward's mask, so this
+    // also checks that backward regenerates that mask.
+    const Fn f = [p](const std::vector<torch::Tensor>& in) {
+      return gelu_dropout_add_layer_norm(in[0], in[1], in[2], in[3], 1e-5, p, 99);
+    };
+    expect_finite_differences(f, {torch::randn({2, 5, 6}, opts), torch::randn({2, 5, 6}, opts),
+                                  torch::randn({6}, opts), torch::randn({6}, opts)});
+  }
+}
+
+// --------------------------------------------------------------------- segment pooling
+TEST_F(FusedOps, SegmentMeanMaxMatchesScatterPooling) {
+  // Graph 2 has no nodes and pools to 0.
+  const std::vector<int64_t> offsets = {0, 4, 5, 5, 11};
+  std::vector<int64_t> graph_of;
+  for (int64_t g = 0; g + 1 < static_cast<int64_t>(offsets.size()); ++g)
+    for (int64_t n = offsets[g]; n < offsets[g + 1]; ++n) graph_of.push_back(g);
+  const auto segment = torch::tensor(graph_of);
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    const Fn fused = [&](const std::vector<torch::Tensor>& in) { return segment_mean_max(in[0], offsets); };
+    const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+      return torch::cat({segment_mean(in[0], segment, 4), segment_max(in[0], segment, 4)}, -1);
+    };
+    auto x = torch::randn({3, 11, 5}, torch::TensorOptions().dtype(dtype));
+    expect_same(fused, plain, {x}, 1e-5, 1e-6);
+    // Ties: a repeated maximum shares its gradient, as scatter_reduce's amax does.
+    x[1][7].copy_(x[1][8]);
+    x[2].select(1, 3).fill_(0.25);
+    expect_same(fused, plain, {x}, 1e-5, 1e-6);
+  }
+  expect_finite_differences(
+      [&](const std::vector<torch::Tensor>& in) { return segment_mean_max(in[0], offsets); },
+      {torch::randn({2, 11, 3}, torch::kFloat64)});
+}
+
+// ------------------------------------------------------------------------------ dropout
+TEST_F(FusedOps, DropoutKeepRateIsOneMinusP) {
+  const int64_t n = 1 << 20;
+  for (double p : {0.1, 0.5}) {
+    const auto out = counter_dropout(torch::ones({n}), p, 7);
+    const double kept = out.ne(0).sum().item<double>() / n;
+    const double sigma = std::sqrt(p * (1 - p) / n);
+    EXPECT_NEAR(kept, 1 - p, 5 * sigma) << "p " << p;
+    // Kept elements are scaled so that the expectation is unchanged.
+    EXPECT_NEAR(out.max().item<float>(), 1 / (1 - p), 1e-6);
+  }
+  EXPECT_TRUE(torch::equal(counter_dropout(torch::ones({5}), 0.0, 7), torch::ones({5})));
+}
+
+TEST_F(FusedOps, DropoutMaskReplaysFromItsSeedAndBackwardUsesIt) {
+  const auto x = torch::randn({4, 50, 8});
+  const auto a = counter_dropout(x, 0.3, 1), b = counter_dropout(x, 0.3, 1), c = counter_dropout(x, 0.3, 2);
+  EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_GT(a.ne(c).sum().item<int64_t>(), 100);
+  // Gradient of sum(dropout(x)) is the mask itself: zero exactly where the output was dropped.
+  auto leaf = x.clone().set_requires_grad(true);
+  counter_dropout(leaf, 0.3, 1).sum().backward();
+  EXPECT_TRUE(torch::equal(leaf.grad().eq(0), a.eq(0)));
+  EXPECT_TRUE(torch::allclose(leaf.grad() * x, a));
+  // The epilogue's mask is the same function of (seed, index).
+  const auto mask = mask_of(x.sizes(), 0.3, 1, torch::kFloat32);
+  EXPECT_TRUE(torch::equal(a.eq(0), mask.eq(0)));
+}
+
+TEST_F(FusedOps, DropoutSeedsFollowTorchManualSeed) {
+  torch::manual_seed(42);
+  const uint64_t a = draw_dropout_seed(), b = draw_dropout_seed();
+  torch::manual_seed(42);
+  EXPECT_EQ(draw_dropout_seed(), a);
+  EXPECT_EQ(draw_dropout_seed(), b);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace tpuperf

@@ -1,0 +1,61 @@
+// Fused kernels of the models' hot path, each a torch::autograd::Function with a
+// hand-written backward. They compute exactly what a composition of LibTorch ops computes
+// (up to float rounding; tests/trainer/test_fused_ops.cpp compares them), in fewer passes
+// over memory:
+//
+//   sage_message       y[..., :H] + b + mean of producers' y[..., H:2H] + mean of consumers'
+//                      y[..., 2H:] per node: with y = x W^T split per input block, this is
+//                      linear(cat(x, agg_p(x), agg_c(x))) without the 3H-wide cat, and the
+//                      aggregation is a CSR gather (no scatter) both ways;
+//   gelu_dropout_add_layer_norm
+//                      LayerNorm(x + dropout(gelu(z))): LibTorch's vectorized GELU, then
+//                      dropout, residual and LayerNorm in one pass (forward and backward),
+//                      the mask drawn by hashing and kept as bytes for backward;
+//   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is
+//                      stored, backward regenerates it (used where tensors are small);
+//   segment_mean_max   per-graph mean and max pooling of contiguous node ranges, both halves
+//                      of the readout's cat written in one pass.
+//
+// All take per-config states [S, N, H] (contiguous float or double). Dropout seeds are drawn
+// from torch's default generator (one draw per call), so torch::manual_seed makes runs, and
+// resumed epochs, replay identically.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "trainer/graph_ops.h"
+
+namespace tpuperf {
+
+// One mask bit of counter_dropout: element i of a call with `seed` is kept iff this is
+// true: 16-bit lane i % 4 of the (i / 4)-th output of SplitMix64(seed) is at least
+// round(p * 2^16). So p is applied in steps of 2^-16 (p = 0.1: keep rate 0.899994).
+bool dropout_keeps(uint64_t seed, int64_t i, double p);
+
+// A fresh dropout seed from torch's default CPU generator.
+uint64_t draw_dropout_seed();
+
+// x * keep / (1 - p) with keep from dropout_keeps(seed, flat index); identity when p == 0.
+torch::Tensor counter_dropout(const torch::Tensor& x, double p, uint64_t seed);
+
+// LayerNorm(x + dropout(gelu(z))) over the last dimension (exact erf GELU, weight gamma,
+// bias beta, the mask of counter_dropout with this seed; p = 0 for none).
+torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::Tensor& x,
+                                          const torch::Tensor& gamma, const torch::Tensor& beta,
+                                          double eps, double p, uint64_t seed);
+
+// z[s, u] = y[s, u, :H] + bias + mean_{v producer of u} y[s, v, H:2H]
+//                              + mean_{w consumer of u} y[s, w, 2H:3H]   (0 if none).
+// y is [S, N, 3H].
+torch::Tensor sage_message(const torch::Tensor& y, const torch::Tensor& bias,
+                           const Adjacency& adj);
+
+// [S, G, 2H]: per graph g (nodes offsets[g]..offsets[g+1]-1), the mean then the max of x's
+// rows; graphs without nodes pool to 0. Max gradients are split among tied maxima, as
+// scatter_reduce("amax") does.
+torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets);
+
+}  // namespace tpuperf
