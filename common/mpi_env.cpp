@@ -1,5 +1,9 @@
 #include "common/mpi_env.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -8,6 +12,34 @@
 #include "common/tool_main.h"
 
 namespace tpuperf {
+
+namespace {
+
+char g_term_message[512];
+size_t g_term_length = 0;
+
+// mpirun ends the surviving ranks with SIGTERM when one rank dies: each says so in one
+// line (only async-signal-safe calls here) and exits with the error code.
+extern "C" void on_sigterm(int) {
+  const ssize_t written = ::write(STDERR_FILENO, g_term_message, g_term_length);
+  (void)written;
+  ::_exit(kExitError);
+}
+
+void report_termination(const char* program, int rank) {
+  const int n = std::snprintf(g_term_message, sizeof g_term_message,
+                              "%s: error: stopped by SIGTERM [rank %d]; under mpirun this means another "
+                              "rank failed (its error or signal is reported above). Rerun to continue "
+                              "(tpuperf-train: --resume).\n",
+                              program, rank);
+  g_term_length = n > 0 ? std::min(static_cast<size_t>(n), sizeof g_term_message - 1) : 0;
+  struct sigaction sa = {};
+  sa.sa_handler = on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
 
 void check_mpi(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
@@ -36,6 +68,7 @@ int run_mpi_tool(const char* program, int argc, char** argv,
   MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
   // Errors are reported by exceptions, never by MPI's default "abort silently" handler.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  report_termination(program, ctx.rank);
   int code = kExitOk;
   try {
     init_logging(ctx.rank, "info");

@@ -345,6 +345,12 @@ NpyHeader NpzReader::open_member(const Member& m, MemberStream& s) {
   s.read(pre, n0);
   size_t len = npy_header_len(pre, n0);
   if (len == 0) parse_npy_header(pre, n0);  // too short to tell: throws "truncated header"
+  // A version 1.0 length field of 0 or 1 ends the header inside the bytes just read (no
+  // real header is that short): without this check they would be copied past its end.
+  if (len < n0)
+    throw Error(fmt::format("malformed header: its length field leaves the header {} bytes, "
+                            "less than its fixed preamble",
+                            len));
   if (len > usize)
     throw Error(fmt::format("truncated header: member holds {} bytes, header needs {}", usize, len));
   std::vector<uint8_t> head(len);

@@ -18,13 +18,24 @@ namespace tpuperf {
 
 namespace {
 
-// Small, because the trainer samples slates of a few configs from graphs with up to 100k:
-// each sampled row costs inflating its whole chunk (64 KiB chunks made a 64-config slate
-// of a 20 MB packed graph 4x faster to read than 256 KiB ones). Deflate's window is only
-// 32 KiB, so larger chunks would barely compress better (~10% in that test).
-constexpr hsize_t kChunkBytes = 64 * 1024;
-constexpr const char* kCreatedBy = "tpuperf-preprocess";
-constexpr const char* kTransformGroup = "feature_transform";
+// HDF5 reports an OS error with the time, file descriptor and buffer address:
+// "file write failed: time = ..., filename = '...', file descriptor = 21, errno = 28,
+// error message = 'No space left on device', buf = 0x..., ...". What a user can act on
+// is "file write failed: No space left on device"; other messages stay as they are.
+std::string condensed(const std::string& msg) {
+  const std::string tag = "error message = '";
+  size_t at = msg.find(tag);
+  if (at == std::string::npos) return msg;
+  size_t start = at + tag.size(), end = msg.find('\'', start);
+  return msg.substr(0, msg.find(": time = ")) + ": " + msg.substr(start, end - start);
+}
+
+herr_t collect_error(unsigned, const H5E_error2_t* e, void* data) {
+  static_cast<std::vector<std::string>*>(data)->push_back(e->desc ? e->desc : "");
+  return 0;
+}
+
+}  // namespace
 
 // Called before anything else touches HDF5. HDF5 prints its error stack to stderr by
 // default; tpuperf reports failures as Errors instead. And a file whose H5Fclose failed
@@ -39,23 +50,32 @@ void quiet_hdf5() {
   });
 }
 
-herr_t collect_error(unsigned, const H5E_error2_t* e, void* data) {
-  static_cast<std::vector<std::string>*>(data)->push_back(e->desc ? e->desc : "");
-  return 0;
-}
-
 // The outermost and innermost messages of HDF5's error stack, which then is cleared:
-// e.g. "can't read data: data error detected by Fletcher32 checksum".
-std::string hdf5_detail() {
+// e.g. "can't read data: data error detected by Fletcher32 checksum". When the innermost
+// is an OS error (a full disk), it alone: it is the cause, the outer ones only say which
+// HDF5 step failed ("disable slist on flush dest failure failed").
+std::string hdf5_error_detail() {
   std::vector<std::string> msgs;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &msgs);
   H5Eclear2(H5E_DEFAULT);
   if (msgs.empty()) return "";
+  std::string inner = condensed(msgs.back());
   std::string s = msgs.front();
-  if (msgs.size() > 1 && msgs.back() != msgs.front()) s += ": " + msgs.back();
+  if (inner != msgs.back()) s = inner;
+  else if (msgs.size() > 1 && msgs.back() != msgs.front()) s += ": " + msgs.back();
   std::replace(s.begin(), s.end(), '\n', ' ');  // write errors embed ctime()'s newline
   return " (HDF5: " + s + ")";
 }
+
+namespace {
+
+// Small, because the trainer samples slates of a few configs from graphs with up to 100k:
+// each sampled row costs inflating its whole chunk (64 KiB chunks made a 64-config slate
+// of a 20 MB packed graph 4x faster to read than 256 KiB ones). Deflate's window is only
+// 32 KiB, so larger chunks would barely compress better (~10% in that test).
+constexpr hsize_t kChunkBytes = 64 * 1024;
+constexpr const char* kCreatedBy = "tpuperf-preprocess";
+constexpr const char* kTransformGroup = "feature_transform";
 
 // Owns one HDF5 identifier and closes it with the matching H5?close.
 class Handle {
@@ -94,13 +114,13 @@ class Handle {
 
 hid_t checked(hid_t id, const std::string& what, const std::string& file,
               const std::string& key = "") {
-  if (id < 0) throw Error(what + hdf5_detail(), file, key);
+  if (id < 0) throw Error(what + hdf5_error_detail(), file, key);
   return id;
 }
 
 void check(herr_t r, const std::string& what, const std::string& file,
            const std::string& key = "") {
-  if (r < 0) throw Error(what + hdf5_detail(), file, key);
+  if (r < 0) throw Error(what + hdf5_error_detail(), file, key);
 }
 
 // Shards live on cluster filesystems (NFS, Lustre) where flock may be disabled: lock where
@@ -178,7 +198,7 @@ class Column {
     flush_pending(t, chunk);
     if (!dset_.valid()) create(t, chunk);
     if (!dset_.close_checked())
-      throw Error("cannot close dataset '" + name_ + "'" + hdf5_detail(), t.path, name_);
+      throw Error("cannot close dataset '" + name_ + "'" + hdf5_error_detail(), t.path, name_);
   }
 
   void abandon() { dset_.reset(); }
@@ -547,7 +567,7 @@ void ShardWriter::close() {
     const WriteTarget t = m.target();
     for (Column* c : m.columns()) c->finish(t);
     m.write_tables();
-    if (!m.file.close_checked()) throw Error("cannot close " + m.tmp + hdf5_detail(), m.path);
+    if (!m.file.close_checked()) throw Error("cannot close " + m.tmp + hdf5_error_detail(), m.path);
     fsync_file(m.tmp, m.path);
     rename_durable(m.tmp, m.path);
     m.done = true;

@@ -37,6 +37,14 @@ namespace tpuperf {
 
 constexpr int kShardSchemaVersion = 1;
 
+// The shards' handling of HDF5 errors, for every other HDF5 file tpuperf writes or reads
+// (the feature files). quiet_hdf5(): call before any HDF5 use (no error stacks printed on
+// stderr, no atexit clean-up that could crash after a failed close). hdf5_error_detail():
+// the cause of the last HDF5 failure, " (HDF5: ...)" to append to an Error's reason, or ""
+// when HDF5 recorded none; clears HDF5's error stack.
+void quiet_hdf5();
+std::string hdf5_error_detail();
+
 // What a shard knows about one graph without reading its rows.
 struct ShardGraphInfo {
   std::string name;

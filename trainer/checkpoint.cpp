@@ -1,8 +1,8 @@
 #include "trainer/checkpoint.h"
 
-#include <unistd.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/files.h"
@@ -78,14 +78,16 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   ar.write("meta.best_epoch", i64(meta.best_epoch));
   ar.write("meta.num_node_feat", i64(meta.num_node_feat));
   write_transform(ar, transform);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Serialized in memory, then written by write_file_atomic: LibTorch's own file writer
+  // throws from a destructor on a full disk, which aborts the process instead of
+  // reporting the file and the reason.
+  std::ostringstream bytes;
   try {
-    ar.save_to(tmp);
+    ar.save_to(bytes);
   } catch (const c10::Error& e) {
-    std::remove(tmp.c_str());
-    throw Error(std::string("cannot write checkpoint: ") + e.what_without_backtrace(), path);
+    throw Error(std::string("cannot serialize checkpoint: ") + e.what_without_backtrace(), path);
   }
-  rename_durable(tmp, path);
+  write_file_atomic(path, bytes.str());
 }
 
 CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model,

@@ -6,6 +6,9 @@
 //   /stats_flat   float64 (FeatureStats::kFlatSize)
 //   /kept_columns int32, /log1p uint8, /mean float64, /stddev float64
 //   attributes: schema_version (int32), collection (string)
+// Each non-empty dataset is one chunk with a fletcher32 checksum (files written before
+// that are contiguous and still read), so a damaged file is an error, not a silently
+// different transform.
 #pragma once
 
 #include <string>

@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""Checks of the faults suite, independent of tpuperf's code (numpy, h5py, yaml only).
+
+  faults_check.py same REF DIR [--clean]
+      DIR holds the same graphs (content, fold, counts) and feature transforms as REF,
+      whatever their shard layout or generation names; --clean also requires that DIR
+      holds no temporary files and no shard the manifest does not list.
+  faults_check.py bad-inputs CASES_TSV RUNS_TSV REF_DIR OUT_MD
+      every run of RUNS_TSV (case, ranks, processed dir, log, exit code, seconds, peak
+      RSS kB) rejected exactly its case's files, naming file, key and reason, exited with
+      3, and left the good graphs identical to REF_DIR. Writes a markdown table to OUT_MD.
+  faults_check.py metrics REF_CSV CSV
+      the two metrics.csv hold the same rows (collection, fold, epoch, split) with the
+      same loss and score (timing columns may differ).
+  faults_check.py flip SHARD DATASET
+      flips one byte in the middle of the first stored chunk of DATASET (its data, not
+      HDF5's metadata) and prints the names of the graphs with rows in that chunk, one a
+      line (none for a per-graph table, whose chunk holds every graph's entry).
+  faults_check.py results RESULTS_MD SECTION BODY_FILE
+      replaces (or appends) SECTION of RESULTS_MD with BODY_FILE, under a lock, so the
+      suite's scripts can run in parallel.
+"""
+import fcntl
+import hashlib
+import json
+import os
+import re
+import sys
+
+import h5py
+import numpy as np
+import yaml
+
+FIELDS = {  # dataset -> offsets naming its rows
+    "node_feat": "node_offsets", "node_opcode": "node_offsets", "edge_index": "edge_offsets",
+    "config_runtime": "config_offsets", "config_feat": "config_offsets",
+    "config_runtime_normalizers": "config_offsets", "node_config_ids": "config_node_offsets",
+    "node_config_packed": "packed_offsets", "node_splits": "split_offsets",
+}
+PER_GRAPH = ["fold", "num_nodes", "num_edges", "num_configs", "num_config_nodes",
+             "configs_before", "nodes_before", "edges_before"]
+
+
+def load_manifest(d):
+    with open(os.path.join(d, "manifest.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def digest(d):
+    """{(collection, split, name): sha1 of every row and per-graph value}, plus each
+    collection's feature transform under (collection, 'transform')."""
+    m = load_manifest(d)
+    out, cache = {}, {}
+    for g in m["graphs"]:
+        if g["shard"] not in cache:
+            with h5py.File(os.path.join(d, g["shard"]), "r") as f:
+                cache[g["shard"]] = {k: f[k][()] for k in list(FIELDS) + list(set(FIELDS.values()))
+                                     + PER_GRAPH + ["name"]}
+        s, i = cache[g["shard"]], g["index"]
+        h = hashlib.sha1()
+        h.update(bytes(s["name"][i]).rstrip(b"\0"))
+        for k in PER_GRAPH:
+            h.update(np.int64(s[k][i]).tobytes())
+        for k, off in FIELDS.items():
+            rows = s[k][s[off][i]:s[off][i + 1]]
+            h.update(k.encode() + str(rows.dtype).encode() + str(rows.shape).encode() + rows.tobytes())
+        out[(g["collection"], g["split"], g["name"])] = h.hexdigest()
+    for c, t in (m.get("feature_transforms") or {}).items():
+        out[(c, "transform")] = hashlib.sha1(json.dumps(t, sort_keys=True).encode()).hexdigest()
+    return out
+
+
+def restricted(dig, collections):
+    """The part of a digest that belongs to the given collections."""
+    return {k: v for k, v in dig.items() if k[0] in collections}
+
+
+def differences(ref, got):
+    """Human-readable differences between two digests (empty: identical)."""
+    diff = []
+    for k in sorted(set(ref) | set(got)):
+        if k not in got:
+            diff.append("missing " + " ".join(k))
+        elif k not in ref:
+            diff.append("extra " + " ".join(k))
+        elif ref[k] != got[k]:
+            diff.append("differs " + " ".join(k))
+    return diff
+
+
+def leftovers(d):
+    """Temporary files and shards/feature files the manifest does not reference."""
+    m = load_manifest(d)
+    listed = {sh["file"] for sh in m["shards"]} | set((m.get("feature_files") or {}).values())
+    bad = []
+    for root, _, files in os.walk(d):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), d)
+            if ".tmp" in f or (f.endswith(".h5") and rel not in listed):
+                bad.append(rel)
+    return sorted(bad)
+
+
+def cmd_same(argv):
+    ref, d = argv[0], argv[1]
+    diff = differences(digest(ref), digest(d))
+    if "--clean" in argv:
+        diff += ["left behind " + f for f in leftovers(d)]
+    for line in diff[:20]:
+        print(line)
+    if diff:
+        print(f"FAIL: {d} differs from {ref} ({len(diff)} differences)")
+        return 1
+    print(f"same graphs and transforms as {ref}")
+    return 0
+
+
+def read_tsv(path):
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+
+def read_rejected(d):
+    path = os.path.join(d, "rejected.txt")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t", 2) for line in f if not line.startswith("#") and line.strip()]
+
+
+SIGNS_OF_CRASH = re.compile(r"Segmentation fault|Aborted|core dumped|exited on signal|"
+                            r"terminate called|std::bad_alloc|AddressSanitizer|runtime error:")
+
+
+def check_run(cases, run, ref_digest):
+    """Problems of one run (empty list: passed) and what it rejected, for the table."""
+    names, ranks, d, log, rc, secs, rss = run
+    want = {cases[n][0]: (n, cases[n][1], cases[n][2]) for n in names.split(",")}
+    problems = []
+    text = open(log, errors="replace").read()
+    if rc == "124":
+        problems.append("timed out (hang)")
+    elif rc != "3":
+        problems.append(f"exit code {rc}, expected 3")
+    if SIGNS_OF_CRASH.search(text):
+        problems.append("crash in log: " + SIGNS_OF_CRASH.search(text).group(0))
+    rejected = read_rejected(d) or []
+    got = {r[0]: r for r in rejected}
+    for f in set(got) - set(want):
+        problems.append(f"also rejected {f}")
+    for f, (n, key, reason) in want.items():
+        if f not in got:
+            problems.append(f"{n}: not rejected")
+            continue
+        _, gkey, greason = (got[f] + ["", ""])[:3]
+        if gkey != key:
+            problems.append(f"{n}: key '{gkey}', expected '{key}'")
+        if not re.search(reason, greason):
+            problems.append(f"{n}: reason '{greason}' does not match /{reason}/")
+        # The log names the file (absolute path), the key and the reason on one line.
+        line = next((l for l in text.splitlines() if "rejected" in l and f in l), "")
+        if not line or (key and f"key '{key}'" not in line) or greason not in line:
+            problems.append(f"{n}: no log line naming file, key and reason")
+    if os.path.exists(os.path.join(d, "manifest.yaml")):
+        # A run may cover fewer collections than the reference (only the bad file's).
+        diff = differences(restricted(ref_digest, load_manifest(d)["collections"]), digest(d))
+        if diff:
+            problems.append(f"good graphs differ from the run without bad files: {diff[:3]}")
+    else:
+        problems.append("no manifest written")
+    return problems, got
+
+
+def cmd_bad_inputs(argv):
+    cases_tsv, runs_tsv, ref, out_md = argv
+    cases = {r[0]: (r[1], r[2], r[3], r[4]) for r in read_tsv(cases_tsv)}
+    ref_digest = digest(ref)
+    rows, failed = [], 0
+    for run in read_tsv(runs_tsv):
+        problems, got = check_run(cases, run, ref_digest)
+        names, ranks, _, _, rc, secs, rss = run
+        failed += bool(problems)
+        outcome = "PASS" if not problems else "FAIL: " + "; ".join(problems)
+        if "," in names:
+            what = f"all {len(names.split(','))} bad files at once"
+            said = f"{len(got)} files rejected"
+        else:
+            what = f"`{names}`: {cases[names][3]} (`{cases[names][0]}`)"
+            r = got.get(cases[names][0], ["", "", ""])
+            said = f"key `{r[1] or '-'}`: {r[2]}".replace("|", "\\|")
+        rows.append(f"| {what} | {ranks} | {rc} | {secs} | {int(rss) // 1024} | {said} | {outcome} |")
+        if problems:
+            print(f"FAIL {names} ({ranks} ranks): " + "; ".join(problems))
+    with open(out_md, "w") as f:
+        f.write("| case | ranks | exit | s | peak RSS MB | rejection (key: reason) | outcome |\n")
+        f.write("|---|---|---|---|---|---|---|\n")
+        f.write("\n".join(rows) + "\n")
+    print(f"{len(rows) - failed} of {len(rows)} bad-input runs passed")
+    return 1 if failed else 0
+
+
+def cmd_metrics(argv):
+    import csv
+
+    def load(p):
+        with open(p) as f:
+            return {(r["collection"], r["fold"], r["epoch"], r["split"]): (r["loss"], r["score"])
+                    for r in csv.DictReader(f)}
+    a, b = load(argv[0]), load(argv[1])
+    problems = [f"missing row {k}" for k in sorted(set(a) - set(b))]
+    problems += [f"extra row {k}" for k in sorted(set(b) - set(a))]
+    problems += [f"{k}: {a[k]} != {b[k]}" for k in sorted(set(a) & set(b)) if a[k] != b[k]]
+    for p in problems[:10]:
+        print(p)
+    if problems:
+        print(f"FAIL: metrics differ ({len(problems)} rows)")
+        return 1
+    print(f"{len(a)} metric rows identical")
+    return 0
+
+
+def cmd_flip(argv):
+    shard, name = argv
+    with h5py.File(shard, "r") as f:
+        ds = f[name]
+        info = ds.id.get_chunk_info(0)
+        rows = ds.chunks[0]
+        graphs = []
+        if name in FIELDS:
+            off, names = f[FIELDS[name]][()], f["name"][()]
+            first = info.chunk_offset[0]
+            graphs = [bytes(names[i]).rstrip(b"\0").decode() for i in range(len(names))
+                      if off[i] < first + rows and off[i + 1] > first]
+    with open(shard, "r+b") as f:
+        f.seek(info.byte_offset + info.size // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xFF]))
+    for g in graphs:
+        print(g)
+    return 0
+
+
+def cmd_results(argv):
+    path, section, body_file = argv
+    body = open(body_file).read().rstrip("\n")
+    begin, end = f"<!-- begin {section} -->", f"<!-- end {section} -->"
+    lock = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = open(path).read() if os.path.exists(path) else (
+            "# Faults suite results\n\nWritten by the suite's scripts (`ctest -L faults`); each "
+            "section is replaced by the latest run of its script.\n")
+        block = f"{begin}\n{body}\n{end}"
+        if begin in text and end in text:
+            text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+        else:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        os.close(lock)
+    return 0
+
+
+def main(argv):
+    cmds = {"same": cmd_same, "bad-inputs": cmd_bad_inputs, "metrics": cmd_metrics, "flip": cmd_flip,
+            "results": cmd_results}
+    if not argv or argv[0] not in cmds:
+        print(__doc__)
+        return 2
+    return cmds[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
