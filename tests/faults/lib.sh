@@ -34,6 +34,23 @@ preprocess:
 YAML
 }
 
+# Training settings for the tree of make_tree: small models on two collections, 2 folds
+# (one per rank):  add_train_config DIR EPOCHS "coll, coll"
+add_train_config() {
+  cat >> "$1/cfg.yaml" <<YAML
+train:
+  epochs: $2
+  threads_per_rank: 1
+  graphs_per_step: 4
+  tile_slate: 16
+  layout_slate: 8
+model:
+  tile: {hidden: 32, layers: 2}
+  layout: {hidden: 32, layers: 2}
+YAML
+  sed -i "s|^data:|data:\n  collections: [$3]|" "$1/cfg.yaml"
+}
+
 # run_timed OUT_PREFIX TIMEOUT_S COMMAND...: runs the command with a time limit, output in
 # OUT_PREFIX.log; sets RC (124: timed out), SECS and RSS_KB (peak resident set of the
 # command and every process it waited for, from /usr/bin/time).

@@ -30,18 +30,7 @@ fi
 echo "full disk simulated by: $mode"
 
 make_tree "$work" 6
-cat >> "$work/cfg.yaml" <<YAML
-train:
-  epochs: 2
-  threads_per_rank: 1
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 32, layers: 2}
-  layout: {hidden: 32, layers: 2}
-YAML
-sed -i 's|^data:|data:\n  collections: [tile:xla, layout:xla:random]|' "$work/cfg.yaml"
+add_train_config "$work" 2 "tile:xla, layout:xla:random"
 P=$DISK/processed
 # The command lines; LIMIT (see limit) goes between mpirun and each rank's program, since
 # mpirun resets the signal dispositions of the processes it starts.

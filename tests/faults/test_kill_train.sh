@@ -10,19 +10,8 @@ source "$(dirname "$0")/lib.sh"
 TRIALS=${TPUPERF_FAULTS_TRAIN_TRIALS:-3}
 
 make_tree "$work" 5
-cat >> "$work/cfg.yaml" <<YAML
-train:
-  epochs: 4
-  threads_per_rank: 1
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 32, layers: 2}
-  layout: {hidden: 32, layers: 2}
-YAML
 # Two collections (one of each kind) keep the suite fast; 2 folds: one per rank.
-sed -i 's|^data:|data:\n  collections: [tile:xla, layout:nlp:random]|' "$work/cfg.yaml"
+add_train_config "$work" 4 "tile:xla, layout:nlp:random"
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/pre.log" 2>&1 || { cat "$work/pre.log"; fail "preprocessing"; }
 train_cmd() { TRAIN=("$BIN/tpuperf-train" --config "$work/cfg.yaml" --set output.dir="$1"); }
 

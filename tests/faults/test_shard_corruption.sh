@@ -11,18 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 
 make_tree "$work" 5
-cat >> "$work/cfg.yaml" <<YAML
-train:
-  epochs: 2
-  threads_per_rank: 1
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 32, layers: 2}
-  layout: {hidden: 32, layers: 2}
-YAML
-sed -i 's|^data:|data:\n  collections: [tile:xla, layout:nlp:random]|' "$work/cfg.yaml"
+add_train_config "$work" 2 "tile:xla, layout:nlp:random"
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/pre.log" 2>&1 || { cat "$work/pre.log"; fail "preprocessing"; }
 
 step "the intact copy trains"
