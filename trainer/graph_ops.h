@@ -1,6 +1,9 @@
 // Message passing and pooling on batched graphs with index_add_/scatter, for features laid
 // out as [..., N, H]: the node dimension is the second-to-last one, so the same code runs on
 // config-independent states (N x H) and on per-config states (S x N x H).
+// The models train with the fused kernels of trainer/fused_ops.h (which use Adjacency);
+// the scatter functions here are the plain LibTorch reference those kernels are tested
+// against.
 //
 // Edge direction: a TpuGraphs edge [u, v] means u consumes v's output (data flows v -> u).
 // We keep the two directions as separate channels: at each node, what its producers
