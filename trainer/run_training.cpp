@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "common/collection.h"
 #include "common/error.h"
@@ -15,6 +14,7 @@
 #include "common/metrics.h"
 #include "common/tool_main.h"
 #include "trainer/checkpoint.h"
+#include "trainer/compute_threads.h"
 #include "trainer/distributed.h"
 #include "trainer/eval/ensemble.h"
 #include "trainer/run_identity.h"
@@ -28,19 +28,6 @@ namespace tpuperf {
 namespace fs = std::filesystem;
 
 namespace {
-
-// LibTorch threads: ranks x threads must not exceed the cores of a node.
-int choose_threads(const Config& cfg, MPI_Comm world) {
-  int64_t t = cfg.get_int("train.threads_per_rank");
-  if (t > 0) return static_cast<int>(t);
-  MPI_Comm node;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int local = 1;
-  MPI_Comm_size(node, &local);
-  MPI_Comm_free(&node);
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local);
-}
 
 // Collective: every rank's bytes to `root` of comm, concatenated in rank order there.
 std::string gather_bytes(const std::string& mine, MPI_Comm comm, int root) {
@@ -205,7 +192,7 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
 int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions& opts) {
   TrainSettings s(cfg);
   int threads = choose_threads(cfg, ctx.world);
-  torch::set_num_threads(threads);
+  set_compute_threads(threads);
   Manifest manifest = read_manifest(s.processed_dir + "/" + kManifestFileName);
   std::vector<std::string> collections;
   for (const auto& c : s.collections)

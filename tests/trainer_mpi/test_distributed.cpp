@@ -8,9 +8,12 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/error.h"
+#include "trainer/compute_threads.h"
 #include "trainer/distributed.h"
 
 using namespace tpuperf;
@@ -259,6 +262,24 @@ TEST(Distributed, AllreduceDoublesSums) {
   allreduce_doubles(v, MPI_COMM_WORLD);
   EXPECT_EQ(v, (std::vector<double>{3.0, 30.0, 1.0}));
   EXPECT_EQ(allreduce_double(world_rank() == 0 ? 1.25 : 2.0, MPI_COMM_WORLD), 3.25);
+}
+
+// Both ranks run on this node: by default they split its cores; a set value wins. Setting
+// the threads reaches LibTorch and, when it is OpenBLAS, the BLAS's own pool (which
+// otherwise keeps one spinning thread per core in every rank).
+TEST(ComputeThreads, RanksOfANodeShareItsCoresAndTheBlasFollows) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Config cfg = Config::from_text("train: {threads_per_rank: 0}", "test");
+  EXPECT_EQ(choose_threads(cfg, MPI_COMM_WORLD), std::max(1, cores / world_size()));
+  cfg.set("train.threads_per_rank", "3");
+  EXPECT_EQ(choose_threads(cfg, MPI_COMM_WORLD), 3);
+  for (int threads : {2, 1}) {
+    set_compute_threads(threads);
+    EXPECT_EQ(torch::get_num_threads(), threads);
+    if (blas_threads() != -1) {
+      EXPECT_EQ(blas_threads(), threads);
+    }
+  }
 }
 
 int main(int argc, char** argv) {
