@@ -33,6 +33,13 @@ torch::Tensor signed_log1p(const torch::Tensor& x) {
   return torch::sign(x) * torch::log1p(x.abs());
 }
 
+// linear's weight is [W_self | W_producers | W_consumers] (H x 3H); x @ this (H x 3H) gives
+// [x W_self^T | x W_producers^T | x W_consumers^T] in one matmul.
+torch::Tensor stacked_weight(const torch::nn::Linear& linear) {
+  const int64_t H = linear->weight.size(0);
+  return linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
+}
+
 }  // namespace
 
 SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_)
@@ -41,11 +48,28 @@ SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_)
       dropout(dropout_) {}
 
 torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const Adjacency& adj) {
-  const int64_t H = x.size(-1);
-  // weight is [W_self | W_producers | W_consumers] (H x 3H); x @ this gives [x W_self^T |
-  // x W_producers^T | x W_consumers^T] in one matmul.
-  const auto stacked = linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
-  const auto z = sage_message(torch::matmul(x, stacked), linear->bias, adj);
+  const auto z = sage_message(torch::matmul(x, stacked_weight(linear)), linear->bias, adj);
+  const auto [p, seed] = dropout_draw(*this, dropout);
+  return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), p, seed);
+}
+
+torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torch::Tensor& slot,
+                                           const torch::Tensor& graph, const Adjacency& adj) {
+  const int64_t S = slot.size(0), G = slot.size(1), H = slot.size(2);
+  const auto w = stacked_weight(linear);
+  const auto from_node = sage_message(torch::matmul(node, w).unsqueeze(0), linear->bias, adj);
+  // Per (slot, graph), the slot term for each kind k of node: self + producers (k & 1) +
+  // consumers (k & 2); node u reads kind (has producers) + 2 (has consumers).
+  const auto kinds = torch::tensor({1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 1}, slot.options());
+  const auto from_slot = (torch::matmul(slot, w).view({S, G, 1, 3, H}) * kinds.view({1, 1, 4, 3, 1}))
+                             .sum(3)
+                             .view({S, G * 4, H});
+  const auto has = [](const torch::Tensor& ptr) {
+    return (ptr.slice(0, 1) > ptr.slice(0, 0, -1)).to(torch::kInt64);
+  };
+  const auto kind = graph * 4 + has(adj.producer_ptr) + 2 * has(adj.consumer_ptr);
+  const auto z = from_node + from_slot.index_select(1, kind);
+  const auto x = node.unsqueeze(0) + slot.index_select(1, graph);
   const auto [p, seed] = dropout_draw(*this, dropout);
   return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), p, seed);
 }
@@ -111,9 +135,11 @@ torch::Tensor TileModelImpl::forward(const Batch& batch) {
   const auto base = encoder(batch.node_feat, batch.node_opcode);  // N x H, config-free
   const auto cfg = config_out(F::gelu(config_in(signed_log1p(batch.config_feat))));  // G x S x H
   // Early join: every node of graph g in slot s gets the projection of that slot's config.
-  auto x = base.unsqueeze(0) + cfg.transpose(0, 1).index_select(1, batch.node_graph);
+  const auto slot = cfg.transpose(0, 1);  // S x G x H
   const auto adj = Adjacency::build(batch.edges, batch.num_nodes);
-  for (auto& block : blocks) x = block(x, adj);
+  if (blocks.empty()) return readout(base.unsqueeze(0) + slot.index_select(1, batch.node_graph), batch);
+  auto x = blocks[0]->forward_split(base, slot, batch.node_graph, adj);
+  for (size_t i = 1; i < blocks.size(); ++i) x = blocks[i](x, adj);
   return readout(x, batch);
 }
 

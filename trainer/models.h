@@ -38,6 +38,14 @@ struct ModelOptions {
 struct SageBlockImpl : torch::nn::Module {
   SageBlockImpl(int64_t hidden, double dropout);
   torch::Tensor forward(const torch::Tensor& x, const Adjacency& adj);
+  // forward(x) for x[s, u] = node[u] + slot[s, graph[u]] (node: N x H, slot: S x G x H,
+  // graph: the int64 graph of every node; edges stay inside a graph), without forming x
+  // before the epilogue: W's blocks go to node and slot apart (N + S x G rows instead of
+  // S x N), and a slot term's mean over u's producers or consumers is the term itself (0
+  // when u has none). The tile model's first block, where this saves the S x N x 3H matmul
+  // and message pass.
+  torch::Tensor forward_split(const torch::Tensor& node, const torch::Tensor& slot,
+                              const torch::Tensor& graph, const Adjacency& adj);
 
   torch::nn::Linear linear{nullptr};
   torch::nn::LayerNorm norm{nullptr};
