@@ -84,6 +84,58 @@ int64_t chunk_rows(int64_t rows) {
   return std::max(kGrain, (rows + kMaxChunks - 1) / kMaxChunks);
 }
 
+// The epilogue's rows, as functions of __restrict pointers: without them the compiler must
+// assume the scratch rows alias the tensors and keeps these loops scalar. kH > 0 fixes the
+// width at compile time (fully unrolled); kH = 0 uses H.
+
+// Forward of one row at flat offset `at`: out = LayerNorm(x + keep * a), the mask bytes
+// (if mask), and the row's mean and 1 / std.
+template <typename T, int64_t kH>
+inline void epilogue_forward_row(int64_t H, int64_t at, const T* __restrict x, const T* __restrict a,
+                                 uint64_t seed, uint64_t threshold, T scale,
+                                 const T* __restrict gamma, const T* __restrict beta, T eps,
+                                 T* __restrict keep, T* __restrict r, uint8_t* __restrict mask,
+                                 T* __restrict out, T& mean, T& rstd) {
+  const int64_t n = kH > 0 ? kH : H;
+  fill_keep(keep, seed, at, n, threshold, scale);
+  if (mask)
+    for (int64_t j = 0; j < n; ++j) mask[j] = keep[j] != T(0);
+  for (int64_t j = 0; j < n; ++j) r[j] = x[j] + a[j] * keep[j];
+  const T mu = row_sum(r, n) / T(n);
+  for (int64_t j = 0; j < n; ++j) r[j] -= mu;
+  for (int64_t j = 0; j < n; ++j) keep[j] = r[j] * r[j];
+  const T inv = T(1) / std::sqrt(row_sum(keep, n) / T(n) + eps);
+  for (int64_t j = 0; j < n; ++j) out[j] = r[j] * inv * gamma[j] + beta[j];
+  mean = mu;
+  rstd = inv;
+}
+
+// Backward of one row: the gradients of x (gx) and of the activation before dropout (ga),
+// and the row's terms of gamma's and beta's gradients added to acc_g and acc_b. keep is
+// scale * mask byte (mask = all ones and scale 1 without dropout).
+template <typename T, int64_t kH>
+inline void epilogue_backward_row(int64_t H, const T* __restrict x, const T* __restrict a,
+                                  const uint8_t* __restrict mask, T scale, const T* __restrict go,
+                                  const T* __restrict gamma, T mu, T inv, T* __restrict xhat,
+                                  T* __restrict gy, T* __restrict gyx, T* __restrict gx,
+                                  T* __restrict ga, double* __restrict acc_g,
+                                  double* __restrict acc_b) {
+  const int64_t n = kH > 0 ? kH : H;
+  for (int64_t j = 0; j < n; ++j) {
+    xhat[j] = (x[j] + a[j] * (scale * T(mask[j])) - mu) * inv;
+    gy[j] = go[j] * gamma[j];
+    gyx[j] = gy[j] * xhat[j];
+    acc_g[j] += go[j] * xhat[j];
+    acc_b[j] += go[j];
+  }
+  const T m1 = row_sum(gy, n) / T(n), m2 = row_sum(gyx, n) / T(n);
+  for (int64_t j = 0; j < n; ++j) {
+    const T gr = inv * (gy[j] - m1 - xhat[j] * m2);
+    gx[j] = gr;
+    ga[j] = gr * (scale * T(mask[j]));
+  }
+}
+
 // ------------------------------------------------------------------------ dropout only
 struct CounterDropout : torch::autograd::Function<CounterDropout> {
   static Tensor apply_mask(const Tensor& x, double p, uint64_t seed) {
@@ -144,21 +196,13 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
       const auto rows_of_width = [&](auto width) {
         constexpr int64_t kH = decltype(width)::value;
         at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
-          const int64_t Hc = kH > 0 ? kH : H;
-          std::vector<scalar_t> r(static_cast<size_t>(Hc)), d(static_cast<size_t>(Hc)),
-              keep(static_cast<size_t>(Hc));
+          std::vector<scalar_t> scratch(static_cast<size_t>(2 * H));
           for (int64_t row = b; row < e; ++row) {
-            const int64_t at = row * Hc;
-            fill_keep(keep.data(), useed, at, Hc, threshold, scale);
-            if (threshold > 0)
-              for (int64_t j = 0; j < Hc; ++j) mk[at + j] = keep[j] != scalar_t(0);
-            for (int64_t j = 0; j < Hc; ++j) r[j] = xp[at + j] + ap[at + j] * keep[j];
-            const scalar_t mu = row_sum(r.data(), Hc) / scalar_t(Hc);
-            for (int64_t j = 0; j < Hc; ++j) d[j] = (r[j] - mu) * (r[j] - mu);
-            const scalar_t inv = scalar_t(1) / std::sqrt(row_sum(d.data(), Hc) / scalar_t(Hc) + scalar_t(eps));
-            for (int64_t j = 0; j < Hc; ++j) op[at + j] = (r[j] - mu) * inv * gp[j] + bp[j];
-            mp[row] = mu;
-            rp[row] = inv;
+            const int64_t at = row * H;
+            epilogue_forward_row<scalar_t, kH>(H, at, xp + at, ap + at, useed, threshold, scale, gp,
+                                               bp, scalar_t(eps), scratch.data(), scratch.data() + H,
+                                               threshold > 0 ? mk + at : nullptr, op + at, mp[row],
+                                               rp[row]);
           }
         });
       };
@@ -196,38 +240,27 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
       scalar_t* ga = grad_a.data_ptr<scalar_t>();
       scalar_t* gx = grad_x.data_ptr<scalar_t>();
       double* pp = partial.data_ptr<double>();
-      const uint8_t* mk = mask.data_ptr<uint8_t>();
-      const scalar_t scale = scalar_t(1.0 / (1.0 - p));
+      // Without dropout every row reads one row of ones as its mask (and the scale is 1).
+      const std::vector<uint8_t> ones(static_cast<size_t>(H), 1);
+      const uint8_t* mk = threshold > 0 ? mask.data_ptr<uint8_t>() : ones.data();
+      const int64_t mask_stride = threshold > 0 ? H : 0;
+      const scalar_t scale = threshold > 0 ? scalar_t(1.0 / (1.0 - p)) : scalar_t(1);
       // H = 32 (the default width) as a constant: fully unrolled, vectorized rows.
       const auto rows_of_width = [&](auto width) {
         constexpr int64_t kH = decltype(width)::value;
         at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-          const int64_t Hc = kH > 0 ? kH : H;
-          std::vector<scalar_t> xhat(static_cast<size_t>(Hc)), keep(static_cast<size_t>(Hc)),
-              gy(static_cast<size_t>(Hc)), gyx(static_cast<size_t>(Hc));
+          std::vector<scalar_t> scratch(static_cast<size_t>(3 * H));
+          std::vector<double> acc(static_cast<size_t>(2 * H));
           for (int64_t c = cb; c < ce; ++c) {
-            double* pg = pp + c * 2 * Hc;
-            double* pb = pg + Hc;
+            std::fill(acc.begin(), acc.end(), 0.0);
             for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row) {
-              const int64_t at = row * Hc;
-              const scalar_t mu = mp[row], inv = rp[row];
-              for (int64_t j = 0; j < Hc; ++j)
-                keep[j] = threshold == 0 ? scalar_t(1) : scale * scalar_t(mk[at + j]);
-              for (int64_t j = 0; j < Hc; ++j) {
-                xhat[j] = (xp[at + j] + ap[at + j] * keep[j] - mu) * inv;
-                gy[j] = go[at + j] * gp[j];
-                gyx[j] = gy[j] * xhat[j];
-                pg[j] += go[at + j] * xhat[j];
-                pb[j] += go[at + j];
-              }
-              const scalar_t m1 = row_sum(gy.data(), Hc) / scalar_t(Hc),
-                             m2 = row_sum(gyx.data(), Hc) / scalar_t(Hc);
-              for (int64_t j = 0; j < Hc; ++j) {
-                const scalar_t gr = inv * (gy[j] - m1 - xhat[j] * m2);
-                gx[at + j] = gr;
-                ga[at + j] = gr * keep[j];
-              }
+              const int64_t at = row * H;
+              epilogue_backward_row<scalar_t, kH>(
+                  H, xp + at, ap + at, mk + row * mask_stride, scale, go + at, gp, mp[row], rp[row], scratch.data(),
+                  scratch.data() + H, scratch.data() + 2 * H, gx + at, ga + at, acc.data(),
+                  acc.data() + H);
             }
+            std::copy(acc.begin(), acc.end(), pp + c * 2 * H);
           }
         });
       };
