@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -48,7 +49,7 @@ inline bool keeps(uint64_t seed, int64_t i, uint64_t threshold) {
 // The dropout multipliers (1 / (1 - p) or 0; all 1 without dropout) of elements
 // at .. at + H - 1.
 template <typename T>
-void fill_keep(T* keep, uint64_t seed, int64_t at, int64_t H, uint64_t threshold, T scale) {
+[[gnu::always_inline]] inline void fill_keep(T* keep, uint64_t seed, int64_t at, int64_t H, uint64_t threshold, T scale) {
   if (threshold == 0) {
     std::fill(keep, keep + H, T(1));
     return;
@@ -68,7 +69,7 @@ void fill_keep(T* keep, uint64_t seed, int64_t at, int64_t H, uint64_t threshold
 
 // Sum of v[0..H) in 8 interleaved lanes, which the compiler vectorizes.
 template <typename T>
-T row_sum(const T* v, int64_t H) {
+[[gnu::always_inline]] inline T row_sum(const T* v, int64_t H) {
   T lane[8] = {};
   const int64_t blocks = H / 8;
   for (int64_t q = 0; q < blocks; ++q)
@@ -82,6 +83,86 @@ T row_sum(const T* v, int64_t H) {
 // Rows per chunk so that there are at most kMaxChunks chunks of at least kGrain rows.
 int64_t chunk_rows(int64_t rows) {
   return std::max(kGrain, (rows + kMaxChunks - 1) / kMaxChunks);
+}
+
+// -------------------------------------------------------------------- vector helpers
+// The hot loops are written with GCC vector extensions, which the compiler maps to the
+// target's registers (a FloatVec is the target's widest: 16 floats with AVX-512, else 8;
+// wider types are split into several registers).
+#if defined(__AVX512F__)
+constexpr int kLanes = 16;
+#else
+constexpr int kLanes = 8;
+#endif
+// Accumulators per kernel: enough independent FMAs to hide their latency, few enough to
+// stay in registers (32 vector registers with AVX-512, 16 with AVX2).
+constexpr int kAccumulators = kLanes == 16 ? 12 : 8;
+using FloatVec = float __attribute__((vector_size(4 * kLanes)));
+
+constexpr int floor_pow2(int n) { return n < 2 ? 1 : 2 * floor_pow2(n / 2); }
+
+inline FloatVec load_vec(const float* p) {
+  FloatVec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store_vec(float* p, const FloatVec& v) { std::memcpy(p, &v, sizeof v); }
+
+// x - 0 is x for every float (-0 included), so this folds to a plain broadcast; 0 + x would
+// not (0 + -0 is +0) and costs an add.
+inline FloatVec broadcast(float x) { return x - FloatVec{}; }
+
+// A row of the default width (H = 32) as one value, and its sum.
+using Row32 = float __attribute__((vector_size(128)));
+using Row32Double = double __attribute__((vector_size(256)));
+using Float16 = float __attribute__((vector_size(64)));
+using Float8 = float __attribute__((vector_size(32)));
+using Float4 = float __attribute__((vector_size(16)));
+
+inline Row32 load_row32(const float* p) {
+  Row32 r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
+}
+
+inline void store_row32(float* p, const Row32& r) { std::memcpy(p, &r, sizeof r); }
+
+// lo + hi of v's two halves.
+template <typename Half, typename Whole>
+inline Half add_halves(const Whole& v) {
+  static_assert(2 * sizeof(Half) == sizeof(Whole), "Half must be half of Whole");
+  Half lo, hi;
+  std::memcpy(&lo, &v, sizeof lo);
+  std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+  return lo + hi;
+}
+
+inline float row32_sum(const Row32& r) {
+  const Float4 q = add_halves<Float4>(add_halves<Float8>(add_halves<Float16>(r)));
+  return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+// The dropout multipliers (scale or 0) of row `row` of width 32, elements 32 row ..
+// 32 row + 31, exactly as keeps() draws them: the row's 8 hashes as one vector, each hash's
+// four 16-bit lanes compared with the threshold (< 2^16). Their mask bytes go to `mask`.
+inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float scale, uint8_t* mask) {
+  using U64x8 = uint64_t __attribute__((vector_size(64)));
+  using U16x32 = uint16_t __attribute__((vector_size(64)));
+  using I16x32 = int16_t __attribute__((vector_size(64)));
+  using I8x32 = int8_t __attribute__((vector_size(32)));
+  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+  const U64x8 quad = U64x8{0, 1, 2, 3, 4, 5, 6, 7} + static_cast<uint64_t>(row) * 8;
+  U64x8 x = seed + kGolden * quad + kGolden;  // splitmix64(seed + kGolden * quad)
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  U16x32 lanes;  // little-endian: lane k of hash q is element 4 q + k
+  std::memcpy(&lanes, &x, sizeof lanes);
+  const I16x32 kept = -(lanes >= threshold);  // 1 or 0
+  const I8x32 bytes = __builtin_convertvector(kept, I8x32);
+  std::memcpy(mask, &bytes, sizeof bytes);
+  return __builtin_convertvector(kept, Row32) * scale;
 }
 
 // The epilogue's rows, as functions of __restrict pointers: without them the compiler must
@@ -136,6 +217,41 @@ inline void epilogue_backward_row(int64_t H, const T* __restrict x, const T* __r
   }
 }
 
+// The same rows for float and H = 32 (the default width) on whole-row vectors: the mask
+// drawn as one vector, the sums as halving adds. mask is null without dropout.
+inline void epilogue_forward_row32(int64_t row, const float* x, const float* a, uint64_t seed,
+                                   uint16_t threshold, float scale, const Row32& gamma,
+                                   const Row32& beta, float eps, uint8_t* mask, float* out,
+                                   float& mean, float& rstd) {
+  const Row32 keep = mask ? row32_keep(seed, row, threshold, scale, mask) : Row32{} + 1.0f;
+  const Row32 r = load_row32(x) + load_row32(a) * keep;
+  const float mu = row32_sum(r) / 32.0f;
+  const Row32 d = r - mu;
+  const float inv = 1.0f / std::sqrt(row32_sum(d * d) / 32.0f + eps);
+  store_row32(out, d * inv * gamma + beta);
+  mean = mu;
+  rstd = inv;
+}
+
+// mask: the row's 32 mask bytes (0 or 1), all ones without dropout (scale 1).
+inline void epilogue_backward_row32(const float* x, const float* a, const uint8_t* mask, float scale,
+                                    const float* go, const Row32& gamma, float mu, float inv,
+                                    float* gx, float* ga, Row32Double& acc_g, Row32Double& acc_b) {
+  using U8x32 = uint8_t __attribute__((vector_size(32)));
+  U8x32 bytes;
+  std::memcpy(&bytes, mask, sizeof bytes);
+  const Row32 keep = __builtin_convertvector(bytes, Row32) * scale;
+  const Row32 xhat = (load_row32(x) + load_row32(a) * keep - mu) * inv;
+  const Row32 g = load_row32(go);
+  const Row32 gy = g * gamma;
+  acc_g += __builtin_convertvector(g * xhat, Row32Double);
+  acc_b += __builtin_convertvector(g, Row32Double);
+  const float m1 = row32_sum(gy) / 32.0f, m2 = row32_sum(gy * xhat) / 32.0f;
+  const Row32 gr = inv * (gy - m1 - xhat * m2);
+  store_row32(gx, gr);
+  store_row32(ga, gr * keep);
+}
+
 // ------------------------------------------------------------------------ dropout only
 struct CounterDropout : torch::autograd::Function<CounterDropout> {
   static Tensor apply_mask(const Tensor& x, double p, uint64_t seed) {
@@ -182,7 +298,21 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     // The mask as bytes for backward: hashing costs more than storing and reading 1 byte.
     auto mask = torch::empty({threshold > 0 ? rows * H : 0}, torch::kUInt8);
     uint8_t* mk = mask.data_ptr<uint8_t>();
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm", [&] {
+    const bool row32 = x.scalar_type() == torch::kFloat && H == 32 && threshold < 65536;
+    if (row32) {
+      const float *ap = a.data_ptr<float>(), *xp = x.data_ptr<float>();
+      const Row32 g32 = load_row32(gamma.contiguous().data_ptr<float>()),
+                  b32 = load_row32(beta.contiguous().data_ptr<float>());
+      float *op = out.data_ptr<float>(), *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
+      const float scale = float(1.0 / (1.0 - p));
+      at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t row = b; row < e; ++row)
+          epilogue_forward_row32(row, xp + row * 32, ap + row * 32, useed,
+                                 static_cast<uint16_t>(threshold), scale, g32, b32, float(eps),
+                                 threshold > 0 ? mk + row * 32 : nullptr, op + row * 32, mp[row],
+                                 rp[row]);
+      });
+    } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm", [&] {
       const scalar_t* ap = a.data_ptr<scalar_t>();
       const scalar_t* xp = x.data_ptr<scalar_t>();
       const auto g = gamma.contiguous(), bt = beta.contiguous();
@@ -229,7 +359,29 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     // In double: each sums the values of up to rows / kMaxChunks rows.
     auto partial = torch::zeros({chunks, 2, H}, x.options().dtype(torch::kDouble));
     const uint64_t threshold = drop_threshold(p);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm_backward", [&] {
+    // Without dropout every row reads one row of ones as its mask (and the scale is 1).
+    const std::vector<uint8_t> ones(static_cast<size_t>(H), 1);
+    const uint8_t* mk = threshold > 0 ? mask.data_ptr<uint8_t>() : ones.data();
+    const int64_t mask_stride = threshold > 0 ? H : 0;
+    if (x.scalar_type() == torch::kFloat && H == 32) {
+      const float *ap = a.data_ptr<float>(), *xp = x.data_ptr<float>(), *go = gout.data_ptr<float>();
+      const float *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
+      const Row32 g32 = load_row32(gamma.contiguous().data_ptr<float>());
+      float *ga = grad_a.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
+      double* pp = partial.data_ptr<double>();
+      const float scale = threshold > 0 ? float(1.0 / (1.0 - p)) : 1.0f;
+      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+        for (int64_t c = cb; c < ce; ++c) {
+          Row32Double acc_g{}, acc_b{};
+          for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row)
+            epilogue_backward_row32(xp + row * 32, ap + row * 32, mk + row * mask_stride, scale,
+                                    go + row * 32, g32, mp[row], rp[row], gx + row * 32,
+                                    ga + row * 32, acc_g, acc_b);
+          std::memcpy(pp + c * 64, &acc_g, sizeof acc_g);
+          std::memcpy(pp + c * 64 + 32, &acc_b, sizeof acc_b);
+        }
+      });
+    } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm_backward", [&] {
       const scalar_t* ap = a.data_ptr<scalar_t>();
       const scalar_t* xp = x.data_ptr<scalar_t>();
       const auto gm = gamma.contiguous();
@@ -240,10 +392,6 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
       scalar_t* ga = grad_a.data_ptr<scalar_t>();
       scalar_t* gx = grad_x.data_ptr<scalar_t>();
       double* pp = partial.data_ptr<double>();
-      // Without dropout every row reads one row of ones as its mask (and the scale is 1).
-      const std::vector<uint8_t> ones(static_cast<size_t>(H), 1);
-      const uint8_t* mk = threshold > 0 ? mask.data_ptr<uint8_t>() : ones.data();
-      const int64_t mask_stride = threshold > 0 ? H : 0;
       const scalar_t scale = threshold > 0 ? scalar_t(1.0 / (1.0 - p)) : scalar_t(1);
       // H = 32 (the default width) as a constant: fully unrolled, vectorized rows.
       const auto rows_of_width = [&](auto width) {
@@ -298,64 +446,208 @@ void gather_rows(const T* src, int64_t src_width, int64_t off, const int64_t* pt
   }
 }
 
-struct SageMessage : torch::autograd::Function<SageMessage> {
-  static Tensor forward(AutogradContext* ctx, const Tensor& y_in, const Tensor& bias,
-                        const Tensor& pptr, const Tensor& pidx, const Tensor& cptr,
-                        const Tensor& cidx) {
-    const auto y = y_in.contiguous();
-    const int64_t S = y.size(0), N = y.size(1), H = y.size(2) / 3;
-    TORCH_CHECK(y.size(2) == 3 * H && bias.numel() == H, "sage_message: y ", y.sizes(),
-                " is not [S, N, 3H] for a bias of ", bias.numel());
-    TORCH_CHECK(pptr.numel() == N + 1, "sage_message: adjacency of ", pptr.numel() - 1,
+// ------------------------------------------------------------- rows times a small matrix
+// The SAGE layer's matmuls have K and M of H to 3H (32 to 96): too small for a BLAS's
+// packing to pay off. These kernels keep a block of outputs in vector registers and
+// stream the rows.
+// out[r] (+)= a[r, :kK] @ w (kK x kM, row-major) for r in [r0, r1); kR rows share each
+// load of w.
+template <int kK, int kM, int kR = std::max(1, kAccumulators / (kM / kLanes))>
+void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64_t r1,
+                       const float* __restrict w, float* __restrict out, int64_t ldo,
+                       bool accumulate) {
+  constexpr int kV = kM / kLanes;
+  static_assert(kM % kLanes == 0, "output width must be a whole number of vectors");
+  int64_t r = r0;
+  for (; r + kR <= r1; r += kR) {
+    FloatVec acc[kR][kV];
+#pragma GCC unroll 16
+    for (int i = 0; i < kR; ++i)
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v)
+        acc[i][v] = accumulate ? load_vec(out + (r + i) * ldo + kLanes * v) : FloatVec{};
+    for (int k = 0; k < kK; ++k) {
+      FloatVec ak[kR];
+#pragma GCC unroll 16
+      for (int i = 0; i < kR; ++i) ak[i] = broadcast(a[(r + i) * lda + k]);
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) {
+        const FloatVec wv = load_vec(w + k * kM + kLanes * v);
+#pragma GCC unroll 16
+        for (int i = 0; i < kR; ++i) acc[i][v] += ak[i] * wv;
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kR; ++i)
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) store_vec(out + (r + i) * ldo + kLanes * v, acc[i][v]);
+  }
+  if constexpr (kR > 1) small_matmul_rows<kK, kM, 1>(a, lda, r, r1, w, out, ldo, accumulate);
+}
+
+// One block of rows of small_outer_rows.
+template <int kJ, int kM, int kJB>
+void small_outer_block(const float* __restrict g, int64_t ldg, const float* __restrict b,
+                       int64_t ldb, int64_t r0, int64_t r1, float* __restrict out) {
+  constexpr int kV = kM / kLanes;
+  for (int j0 = 0; j0 < kJ; j0 += kJB) {
+    FloatVec acc[kJB][kV] = {};
+    for (int64_t r = r0; r < r1; ++r) {
+      FloatVec bv[kV];
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) bv[v] = load_vec(b + r * ldb + kLanes * v);
+#pragma GCC unroll 16
+      for (int j = 0; j < kJB; ++j) {
+        const FloatVec gj = broadcast(g[r * ldg + j0 + j]);
+#pragma GCC unroll 16
+        for (int v = 0; v < kV; ++v) acc[j][v] += gj * bv[v];
+      }
+    }
+    for (int j = 0; j < kJB; ++j)
+      for (int v = 0; v < kV; ++v) {
+        float* o = out + (j0 + j) * kM + kLanes * v;
+        store_vec(o, load_vec(o) + acc[j][v]);
+      }
+  }
+}
+
+// out (kJ x kM) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: a weight gradient.
+// Blocks of kJB output rows stay in registers while blocks of 64 rows (in L1) stream
+// through.
+template <int kJ, int kM, int kJB = floor_pow2(kAccumulators / (kM / kLanes))>
+void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __restrict b,
+                      int64_t ldb, int64_t r0, int64_t r1, float* __restrict out) {
+  static_assert(kM % kLanes == 0 && kJ % kJB == 0, "blocks must tile the output");
+  for (int64_t rb = r0; rb < r1; rb += 64) {
+    const int64_t re = std::min(r1, rb + 64);
+    small_outer_block<kJ, kM, kJB>(g, ldg, b, ldb, rb, re, out);
+  }
+}
+
+// out[r] (+)= a[r, :K] @ w (K x M) for r in [r0, r1): the vector kernel for float with the
+// shapes of H = 32, else LibTorch (BLAS).
+template <typename T>
+void matmul_rows(const T* a, int64_t lda, int64_t r0, int64_t r1, const T* w, int64_t K,
+                 int64_t M, T* out, int64_t ldo, bool accumulate) {
+  if (r1 <= r0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (K == 32 && M == 32) return small_matmul_rows<32, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
+    if (K == 64 && M == 32) return small_matmul_rows<64, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
+    if (K == 32 && M == 96) return small_matmul_rows<32, 96>(a, lda, r0, r1, w, out, ldo, accumulate);
+  }
+  const auto type = c10::CppTypeToScalarType<T>::value;
+  const auto at = torch::from_blob(const_cast<T*>(a + r0 * lda), {r1 - r0, K}, {lda, 1}, type);
+  const auto wt = torch::from_blob(const_cast<T*>(w), {K, M}, type);
+  auto o = torch::from_blob(out + r0 * ldo, {r1 - r0, M}, {ldo, 1}, type);
+  if (accumulate)
+    o.addmm_(at, wt);
+  else
+    at::mm_out(o, at, wt);
+}
+
+// g^T [x | means] (H x 3H), the SAGE weight's gradient, from g (rows x H), x (rows x H) and
+// means (rows x 2H). Partial sums over a fixed split of the rows, added in order: the
+// result does not depend on the number of threads.
+Tensor sage_weight_grad(const Tensor& g, const Tensor& x, const Tensor& means) {
+  const int64_t H = g.size(-1), rows = g.numel() / H;
+  const auto g2 = g.reshape({rows, H}), x2 = x.reshape({rows, H}), m2 = means.reshape({rows, 2 * H});
+  if (g.scalar_type() != torch::kFloat || H != 32)
+    return torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1);
+  const int64_t per = chunk_rows(rows), chunks = (rows + per - 1) / per;
+  auto px = torch::zeros({chunks, H, H}, g.options()), pm = torch::zeros({chunks, H, 2 * H}, g.options());
+  const float *gp = g2.data_ptr<float>(), *xp = x2.data_ptr<float>(), *mp = m2.data_ptr<float>();
+  float *pxp = px.data_ptr<float>(), *pmp = pm.data_ptr<float>();
+  at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t r0 = c * per, r1 = std::min(rows, r0 + per);
+      small_outer_rows<32, 32>(gp, H, xp, H, r0, r1, pxp + c * H * H);
+      small_outer_rows<32, 64>(gp, H, mp, 2 * H, r0, r1, pmp + c * H * 2 * H);
+    }
+  });
+  return torch::cat({px.sum(0), pm.sum(0)}, 1);
+}
+
+// --------------------------------------------------------------------- SAGE linear
+// z = linear(cat(x, mean of producers' x, mean of consumers' x)) per node, aggregating
+// before the matmul: the means are of H-wide rows (CSR gathers), and the two matmuls
+// (self, means) use the small-matrix kernel. The means are kept for weight's gradient.
+struct SageLinear : torch::autograd::Function<SageLinear> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x_in, const Tensor& weight,
+                        const Tensor& bias, const Tensor& pptr, const Tensor& pidx,
+                        const Tensor& cptr, const Tensor& cidx) {
+    const auto x = x_in.contiguous();
+    const int64_t S = x.size(0), N = x.size(1), H = x.size(2);
+    TORCH_CHECK(weight.size(0) == H && weight.size(1) == 3 * H && bias.numel() == H,
+                "sage_linear: weight ", weight.sizes(), " and bias ", bias.sizes(),
+                " do not fit states ", x.sizes());
+    TORCH_CHECK(pptr.numel() == N + 1, "sage_linear: adjacency of ", pptr.numel() - 1,
                 " nodes for states of ", N);
-    auto out = torch::empty({S, N, H}, y.options());
-    AT_DISPATCH_FLOATING_TYPES(y.scalar_type(), "sage_message", [&] {
-      const scalar_t* yp = y.data_ptr<scalar_t>();
-      const auto bc = bias.contiguous();
+    auto means = torch::zeros({S, N, 2 * H}, x.options());
+    auto out = torch::empty({S, N, H}, x.options());
+    const auto wt = weight.to(x.scalar_type()).t().contiguous();  // 3H x H: self rows, then means
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
+      const scalar_t* xp = x.data_ptr<scalar_t>();
+      const auto bc = bias.to(x.scalar_type()).contiguous();
       const scalar_t* bp = bc.data_ptr<scalar_t>();
+      const scalar_t* wp = wt.data_ptr<scalar_t>();
+      scalar_t* mp = means.data_ptr<scalar_t>();
       scalar_t* op = out.data_ptr<scalar_t>();
       const int64_t *pp = pptr.data_ptr<int64_t>(), *pi = pidx.data_ptr<int64_t>(),
                     *cp = cptr.data_ptr<int64_t>(), *ci = cidx.data_ptr<int64_t>();
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t s = r / N, u = r % N;
-          const scalar_t* slab = yp + s * N * 3 * H;
-          scalar_t* o = op + r * H;
-          for (int64_t j = 0; j < H; ++j) o[j] = slab[u * 3 * H + j] + bp[j];
-          gather_rows(slab, 3 * H, H, pp, pi, static_cast<const int64_t*>(nullptr), u, H, o);
-          gather_rows(slab, 3 * H, 2 * H, cp, ci, static_cast<const int64_t*>(nullptr), u, H, o);
+        // Blocks of kGrain rows: the matmuls read the means while they are in cache.
+        for (int64_t b0 = b; b0 < e; b0 += kGrain) {
+          const int64_t e0 = std::min(e, b0 + kGrain);
+          for (int64_t r = b0; r < e0; ++r) {
+            const int64_t s = r / N, u = r % N;
+            const scalar_t* slab = xp + s * N * H;
+            gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
+            gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
+            for (int64_t j = 0; j < H; ++j) op[r * H + j] = bp[j];
+          }
+          matmul_rows(xp, H, b0, e0, wp, H, H, op, H, true);
+          matmul_rows(mp, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
         }
       });
     });
-    ctx->save_for_backward({pptr, pidx, cptr, cidx});
+    ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &means = saved[1], &weight = saved[2];
     const auto g = grads[0].contiguous();
     const int64_t S = g.size(0), N = g.size(1), H = g.size(2);
-    auto gy = torch::empty({S, N, 3 * H}, g.options());
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_message_backward", [&] {
+    // The gradient of each node's [x, means] row, then x's gradient gathers it back.
+    auto grad_in = torch::empty({S, N, 3 * H}, g.options());
+    auto grad_x = torch::empty_like(x);
+    const auto w = weight.to(g.scalar_type()).contiguous();  // H x 3H
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
       const scalar_t* gp = g.data_ptr<scalar_t>();
-      scalar_t* yp = gy.data_ptr<scalar_t>();
-      const int64_t *pp = saved[0].data_ptr<int64_t>(), *pi = saved[1].data_ptr<int64_t>(),
-                    *cp = saved[2].data_ptr<int64_t>(), *ci = saved[3].data_ptr<int64_t>();
+      const scalar_t* wp = w.data_ptr<scalar_t>();
+      scalar_t* ip = grad_in.data_ptr<scalar_t>();
+      scalar_t* xp = grad_x.data_ptr<scalar_t>();
+      const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
+                    *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
+      at::parallel_for(0, S * N, 2 * kGrain, [&](int64_t b, int64_t e) {
+        matmul_rows(gp, H, b, e, wp, H, 3 * H, ip, 3 * H, false);
+      });
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           const int64_t s = r / N, v = r % N;
-          const scalar_t* slab = gp + s * N * H;
-          scalar_t* o = yp + r * 3 * H;
-          std::copy(gp + r * H, gp + (r + 1) * H, o);
-          std::fill(o + H, o + 3 * H, scalar_t(0));
-          // v's producer-block input reached each consumer u of v with weight 1/|P(u)|,
-          // its consumer-block input each producer w of v with weight 1/|C(w)|.
-          gather_rows(slab, H, 0, cp, ci, pp, v, H, o + H);
-          gather_rows(slab, H, 0, pp, pi, cp, v, H, o + 2 * H);
+          const scalar_t* slab = ip + s * N * 3 * H;
+          scalar_t* o = xp + r * H;
+          for (int64_t j = 0; j < H; ++j) o[j] = ip[r * 3 * H + j];
+          // v's row reached each consumer u of v through u's producer mean (weight
+          // 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).
+          gather_rows(slab, 3 * H, H, cp, ci, pp, v, H, o);
+          gather_rows(slab, 3 * H, 2 * H, pp, pi, cp, v, H, o);
         }
       });
     });
-    return {gy, g.sum(std::vector<int64_t>{0, 1}), Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_x, sage_weight_grad(g, x, means).to(weight.scalar_type()), g.sum(std::vector<int64_t>{0, 1}).to(weight.scalar_type()),
+            Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -453,10 +745,11 @@ torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::T
   return GeluDropoutAddLayerNorm::apply(z, x, gamma, beta, eps, p, static_cast<int64_t>(seed));
 }
 
-torch::Tensor sage_message(const torch::Tensor& y, const torch::Tensor& bias, const Adjacency& adj) {
-  check_states(y, 3, "sage_message: y");
-  return SageMessage::apply(y, bias, adj.producer_ptr, adj.producer_idx, adj.consumer_ptr,
-                            adj.consumer_idx);
+torch::Tensor sage_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                          const torch::Tensor& bias, const Adjacency& adj) {
+  check_states(x, 3, "sage_linear: x");
+  return SageLinear::apply(x, weight, bias, adj.producer_ptr, adj.producer_idx, adj.consumer_ptr,
+                           adj.consumer_idx);
 }
 
 torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets) {

@@ -3,10 +3,11 @@
 // (up to float rounding; tests/trainer/test_fused_ops.cpp compares them), in fewer passes
 // over memory:
 //
-//   sage_message       y[..., :H] + b + mean of producers' y[..., H:2H] + mean of consumers'
-//                      y[..., 2H:] per node: with y = x W^T split per input block, this is
-//                      linear(cat(x, agg_p(x), agg_c(x))) without the 3H-wide cat, and the
-//                      aggregation is a CSR gather (no scatter) both ways;
+//   sage_linear        linear(cat(x, mean of producers' x, mean of consumers' x)) per node:
+//                      the means are CSR gathers (no scatter) both ways, taken before the
+//                      matmul on H-wide rows, and the matmuls with H = 32 use a small-matrix
+//                      kernel instead of the BLAS (whose packing costs more than the math
+//                      at these widths);
 //   gelu_dropout_add_layer_norm
 //                      LayerNorm(x + dropout(gelu(z))): LibTorch's vectorized GELU, then
 //                      dropout, residual and LayerNorm in one pass (forward and backward),
@@ -47,11 +48,10 @@ torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::T
                                           const torch::Tensor& gamma, const torch::Tensor& beta,
                                           double eps, double p, uint64_t seed);
 
-// z[s, u] = y[s, u, :H] + bias + mean_{v producer of u} y[s, v, H:2H]
-//                              + mean_{w consumer of u} y[s, w, 2H:3H]   (0 if none).
-// y is [S, N, 3H].
-torch::Tensor sage_message(const torch::Tensor& y, const torch::Tensor& bias,
-                           const Adjacency& adj);
+// z[s, u] = bias + W [x[s, u], mean_{v producer of u} x[s, v], mean_{w consumer of u} x[s, w]]
+// (a mean over no nodes is 0). x is [S, N, H], weight [H, 3H] (nn::Linear(3H, H)'s), bias [H].
+torch::Tensor sage_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                          const torch::Tensor& bias, const Adjacency& adj);
 
 // [S, G, 2H]: per graph g (nodes offsets[g]..offsets[g+1]-1), the mean then the max of x's
 // rows; graphs without nodes pool to 0. Max gradients are split among tied maxima, as

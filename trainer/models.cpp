@@ -34,7 +34,7 @@ torch::Tensor signed_log1p(const torch::Tensor& x) {
 }
 
 // linear's weight is [W_self | W_producers | W_consumers] (H x 3H); x @ this (H x 3H) gives
-// [x W_self^T | x W_producers^T | x W_consumers^T] in one matmul.
+// [x W_self^T | x W_producers^T | x W_consumers^T] in one matmul (forward_split's slot part).
 torch::Tensor stacked_weight(const torch::nn::Linear& linear) {
   const int64_t H = linear->weight.size(0);
   return linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
@@ -48,7 +48,7 @@ SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_)
       dropout(dropout_) {}
 
 torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const Adjacency& adj) {
-  const auto z = sage_message(torch::matmul(x, stacked_weight(linear)), linear->bias, adj);
+  const auto z = sage_linear(x, linear->weight, linear->bias, adj);
   const auto [p, seed] = dropout_draw(*this, dropout);
   return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), p, seed);
 }
@@ -57,7 +57,7 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
                                            const torch::Tensor& graph, const Adjacency& adj) {
   const int64_t S = slot.size(0), G = slot.size(1), H = slot.size(2);
   const auto w = stacked_weight(linear);
-  const auto from_node = sage_message(torch::matmul(node, w).unsqueeze(0), linear->bias, adj);
+  const auto from_node = sage_linear(node.unsqueeze(0), linear->weight, linear->bias, adj);
   // Per (slot, graph), the slot term for each kind k of node: self + producers (k & 1) +
   // consumers (k & 2); node u reads kind (has producers) + 2 (has consumers).
   const auto kinds = torch::tensor({1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 1}, slot.options());

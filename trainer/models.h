@@ -31,10 +31,9 @@ struct ModelOptions {
 };
 
 // h' = LayerNorm(h + Dropout(GELU(W [h, mean of producers, mean of consumers]))), computed
-// with the fused kernels of trainer/fused_ops.h: W's three H x H blocks are applied to h
-// first (one matmul) and the means taken of the products (the mean is linear, and the
-// gather needs no 3H-wide cat), then dropout, residual and LayerNorm run as one pass. The parameters are those of the plain
-// modules (linear: H x 3H, norm), so checkpoints do not depend on the fusion.
+// with the fused kernels of trainer/fused_ops.h: sage_linear (means, then the matmul, no
+// 3H-wide cat), then dropout, residual and LayerNorm in one pass. The parameters are those
+// of the plain modules (linear: H x 3H, norm), so checkpoints do not depend on the fusion.
 struct SageBlockImpl : torch::nn::Module {
   SageBlockImpl(int64_t hidden, double dropout);
   torch::Tensor forward(const torch::Tensor& x, const Adjacency& adj);
