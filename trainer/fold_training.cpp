@@ -1,6 +1,7 @@
 #include "trainer/fold_training.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -98,13 +99,14 @@ double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
 
 std::vector<torch::Tensor> params_of(torch::nn::Module& m) { return m.parameters(); }
 
-// One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs).
-std::array<double, 3> train_step(const TrainSettings& s, Ranker& ranker, const GraphSet& train,
+// One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs,
+// seconds in the gradient all-reduce: mostly waiting for the group's slowest rank).
+std::array<double, 4> train_step(const TrainSettings& s, Ranker& ranker, const GraphSet& train,
                                  const SlateSampler& sampler, int64_t epoch, int64_t step,
                                  int rank, int size, MPI_Comm group, torch::optim::AdamW& opt) {
   std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
   opt.zero_grad();
-  std::array<double, 3> stats{0, 0, 0};
+  std::array<double, 4> stats{0, 0, 0, 0};
   if (!draws.empty()) {
     std::vector<GraphSlate> slates;
     std::vector<const ProcessedGraph*> graphs;
@@ -125,7 +127,9 @@ std::array<double, 3> train_step(const TrainSettings& s, Ranker& ranker, const G
     stats[0] = loss.item<double>() * n;
     stats[1] = n;
   }
+  const auto sync_start = std::chrono::steady_clock::now();
   allreduce_gradients(*ranker.module, group);
+  stats[3] = std::chrono::duration<double>(std::chrono::steady_clock::now() - sync_start).count();
   if (s.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_of(*ranker.module), s.grad_clip);
   opt.step();
   return stats;
@@ -251,23 +255,27 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   so.fold = fold;
   so.graphs_per_step = s.graphs_per_step;
   so.slate = s.slate(train.kind());
-  // A config's work grows with its graph's nodes: the sampler deals each step's graphs to
-  // the group's ranks by nodes x slate size.
-  std::vector<int64_t> nodes;
-  for (int64_t i = 0; i < train.size(); ++i) nodes.push_back(std::max<int64_t>(1, train.entry(i).num_nodes));
-  SlateSampler sampler(train.num_configs(), so, nodes);
+  // The sampler deals each step's graphs to the group's ranks by their work: slate size x
+  // (nodes + kConfigWorkInNodes). The constant is each config's own work (its projection,
+  // readout, loss terms; the tile model's first block, which runs per (graph, config)),
+  // about that of 10 nodes: a tile step on 4 graphs of n nodes and 64 configs each took
+  // 0.1 (n + 10) ms per graph for n = 5..100 (1 thread).
+  constexpr int64_t kConfigWorkInNodes = 10;
+  std::vector<int64_t> work;
+  for (int64_t i = 0; i < train.size(); ++i) work.push_back(train.entry(i).num_nodes + kConfigWorkInNodes);
+  SlateSampler sampler(train.num_configs(), so, work);
   int64_t spe = s.steps_per_epoch(train.kind()) > 0 ? s.steps_per_epoch(train.kind()) : sampler.steps_per_pass();
   int64_t total = s.epochs * spe;
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
     // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.
     torch::manual_seed(mix_seed(s.seed, label + "/epoch" + std::to_string(epoch) + "/rank" + std::to_string(rank)));
     Progress progress(label + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.epochs), spe, 0, 10.0);
-    std::vector<double> sums = {0, 0, 0};
+    std::vector<double> sums = {0, 0, 0, 0};
     for (int64_t step = 0; step < spe; ++step, ++meta.step) {
       for (auto& group_opts : opt.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group_opts.options()).lr(learning_rate(s, meta.step, total));
       auto st = train_step(s, ranker, train, sampler, epoch, step, rank, size, group, opt);
-      for (int i = 0; i < 3; ++i) sums[i] += st[i];
+      for (int i = 0; i < 4; ++i) sums[i] += st[i];
       progress.tick(0);
     }
     double seconds = progress.elapsed_s();
@@ -285,8 +293,12 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
       meta.best_epoch = epoch;
     }
     if (rank == 0) {
-      spdlog::info("{} epoch {}/{}: loss {:.4f}, oof {:.4f}, valid {:.4f}, {:.0f} configs/s ({} ranks), {}", label,
-                   epoch + 1, s.epochs, loss, oof, valid, cps, size, format_duration(seconds));
+      // With several ranks: the share of the step time a rank spent at the all-reduce
+      // (mean over ranks), i.e. what imbalance and communication cost the group.
+      const std::string sync =
+          size > 1 ? fmt::format(", {:.0f}% at the all-reduce", 100 * sums[3] / size / std::max(seconds, 1e-9)) : "";
+      spdlog::info("{} epoch {}/{}: loss {:.4f}, oof {:.4f}, valid {:.4f}, {:.0f} configs/s ({} ranks{}), {}", label,
+                   epoch + 1, s.epochs, loss, oof, valid, cps, size, sync, format_duration(seconds));
       std::vector<MetricsRow> rows(3);
       for (auto& r : rows) r.collection = collection, r.fold = fold, r.epoch = static_cast<int>(epoch + 1), r.step = meta.step;
       rows[0].split = "train", rows[0].loss = loss, rows[0].configs_per_s = cps, rows[0].elapsed_s = seconds;
