@@ -30,7 +30,7 @@
 #   scaling parts; TP_EPOCHS (default 3): epochs of those runs; TP_CHECK_EPOCHS (default 2):
 #   epochs of the dropout-0 check run; TPUPERF_BENCH_RAW
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
-#   BENCH_COLLECTIONS (default [tile:xla,layout:xla:default]), BENCH_EPOCHS (8),
+#   BENCH_COLLECTIONS (default: all five), BENCH_EPOCHS (8),
 #   BENCH_STEPS (20): what --bench-tree trains (default: as the quality part).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -293,7 +293,7 @@ if [ "$DO_SCALING" = 1 ]; then
 fi
 
 # -------------------------------------------------------------------- bench tree (opt.)
-BENCH_COLLECTIONS=${BENCH_COLLECTIONS:-[tile:xla,layout:xla:default]}
+BENCH_COLLECTIONS=${BENCH_COLLECTIONS:-[tile:xla,layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default]}
 if [ "$DO_BENCH" = 1 ]; then
   echo "== bench tree: $BENCH_COLLECTIONS, short run"
   if [ ! -f "$BENCH_GEN/.complete" ]; then
@@ -511,7 +511,8 @@ if sc:
 
 if bench:
     b = bench
-    lines += ["### Bench tree (some collections)", "",
+    n_coll = len(b["collections"].strip("[]").split(","))
+    lines += [f"### Bench tree ({'all five collections' if n_coll == 5 else 'some collections'})", "",
               f"Run {b['when']}, load {b['load'][0]:.2f} → {b['load'][1]:.2f}. `tpuperf-synth --scale bench "
               f"--seed 0` ({b.get('tree', bench_gen)}), collections {b['collections']}, folds 2, preprocessing "
               f"{b['preprocess_s']:.0f} s on 2 ranks; tpuperf-train on 2 ranks with the quality settings, "
