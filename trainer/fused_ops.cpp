@@ -146,6 +146,7 @@ inline float row32_sum(const Row32& r) {
 // The dropout multipliers (scale or 0) of row `row` of width 32, elements 32 row ..
 // 32 row + 31, exactly as keeps() draws them: the row's 8 hashes as one vector, each hash's
 // four 16-bit lanes compared with the threshold (< 2^16). Their mask bytes go to `mask`.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "row32_keep reads hash lanes little-endian");
 inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float scale, uint8_t* mask) {
   using U64x8 = uint64_t __attribute__((vector_size(64)));
   using U16x32 = uint16_t __attribute__((vector_size(64)));
@@ -422,9 +423,10 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
   }
 };
 
-// --------------------------------------------------------------------- SAGE message
-// out[s, u, :] (+)= sum over CSR row u of w(u, v) * src[s, v, off : off + H], where w is
-// 1 / (row length) ("own") or 1 / (length of v's row in `other_ptr`) ("theirs").
+// ------------------------------------------------------------------------ CSR gathers
+// out[:H] (+)= sum over CSR row u of w(u, v) * src[v * src_width + off : ... + H] (src: one
+// slot's rows), where w is 1 / (row length) ("own") or 1 / (length of v's row in
+// `other_ptr`) ("theirs").
 template <typename T>
 void gather_rows(const T* src, int64_t src_width, int64_t off, const int64_t* ptr,
                  const int64_t* idx, const int64_t* other_ptr, int64_t u, int64_t H, T* out) {
@@ -524,25 +526,17 @@ void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __res
   }
 }
 
-// out[r] (+)= a[r, :K] @ w (K x M) for r in [r0, r1): the vector kernel for float with the
-// shapes of H = 32, else LibTorch (BLAS).
-template <typename T>
-void matmul_rows(const T* a, int64_t lda, int64_t r0, int64_t r1, const T* w, int64_t K,
-                 int64_t M, T* out, int64_t ldo, bool accumulate) {
-  if (r1 <= r0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    if (K == 32 && M == 32) return small_matmul_rows<32, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
-    if (K == 64 && M == 32) return small_matmul_rows<64, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
-    if (K == 32 && M == 96) return small_matmul_rows<32, 96>(a, lda, r0, r1, w, out, ldo, accumulate);
-  }
-  const auto type = c10::CppTypeToScalarType<T>::value;
-  const auto at = torch::from_blob(const_cast<T*>(a + r0 * lda), {r1 - r0, K}, {lda, 1}, type);
-  const auto wt = torch::from_blob(const_cast<T*>(w), {K, M}, type);
-  auto o = torch::from_blob(out + r0 * ldo, {r1 - r0, M}, {ldo, 1}, type);
-  if (accumulate)
-    o.addmm_(at, wt);
-  else
-    at::mm_out(o, at, wt);
+// The SAGE layer's shapes the vector kernels cover: float with H = 32. Other widths and
+// double use LibTorch's BLAS calls on whole tensors, outside any parallel region.
+bool has_small_kernels(const Tensor& x) { return x.scalar_type() == torch::kFloat && x.size(-1) == 32; }
+
+// out[r] (+)= a[r, :K] @ w (K x M) for r in [r0, r1), H = 32's shapes.
+void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const float* w, int64_t K,
+                 int64_t M, float* out, int64_t ldo, bool accumulate) {
+  if (K == 32 && M == 32) return small_matmul_rows<32, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
+  if (K == 64 && M == 32) return small_matmul_rows<64, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
+  TORCH_CHECK(K == 32 && M == 96, "matmul_rows: no kernel for ", K, " x ", M);
+  small_matmul_rows<32, 96>(a, lda, r0, r1, w, out, ldo, accumulate);
 }
 
 // g^T [x | means] (H x 3H), the SAGE weight's gradient, from g (rows x H), x (rows x H) and
@@ -551,8 +545,7 @@ void matmul_rows(const T* a, int64_t lda, int64_t r0, int64_t r1, const T* w, in
 Tensor sage_weight_grad(const Tensor& g, const Tensor& x, const Tensor& means) {
   const int64_t H = g.size(-1), rows = g.numel() / H;
   const auto g2 = g.reshape({rows, H}), x2 = x.reshape({rows, H}), m2 = means.reshape({rows, 2 * H});
-  if (g.scalar_type() != torch::kFloat || H != 32)
-    return torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1);
+  if (!has_small_kernels(g)) return torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1);
   const int64_t per = chunk_rows(rows), chunks = (rows + per - 1) / per;
   auto px = torch::zeros({chunks, H, H}, g.options()), pm = torch::zeros({chunks, H, 2 * H}, g.options());
   const float *gp = g2.data_ptr<float>(), *xp = x2.data_ptr<float>(), *mp = m2.data_ptr<float>();
@@ -580,22 +573,22 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     TORCH_CHECK(weight.size(0) == H && weight.size(1) == 3 * H && bias.numel() == H,
                 "sage_linear: weight ", weight.sizes(), " and bias ", bias.sizes(),
                 " do not fit states ", x.sizes());
+    TORCH_CHECK(weight.scalar_type() == x.scalar_type() && bias.scalar_type() == x.scalar_type(),
+                "sage_linear: weight, bias and states differ in type");
     TORCH_CHECK(pptr.numel() == N + 1, "sage_linear: adjacency of ", pptr.numel() - 1,
                 " nodes for states of ", N);
     auto means = torch::zeros({S, N, 2 * H}, x.options());
-    auto out = torch::empty({S, N, H}, x.options());
-    const auto wt = weight.to(x.scalar_type()).t().contiguous();  // 3H x H: self rows, then means
+    const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
+    const auto bias_row = bias.reshape({1, H});
+    const bool kernels = has_small_kernels(x);
+    auto out = kernels ? bias_row.expand({S * N, H}).contiguous() : torch::Tensor();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
       const scalar_t* xp = x.data_ptr<scalar_t>();
-      const auto bc = bias.to(x.scalar_type()).contiguous();
-      const scalar_t* bp = bc.data_ptr<scalar_t>();
-      const scalar_t* wp = wt.data_ptr<scalar_t>();
       scalar_t* mp = means.data_ptr<scalar_t>();
-      scalar_t* op = out.data_ptr<scalar_t>();
       const int64_t *pp = pptr.data_ptr<int64_t>(), *pi = pidx.data_ptr<int64_t>(),
                     *cp = cptr.data_ptr<int64_t>(), *ci = cidx.data_ptr<int64_t>();
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        // Blocks of kGrain rows: the matmuls read the means while they are in cache.
+        // Blocks of kGrain rows: the kernels read the means while they are in cache.
         for (int64_t b0 = b; b0 < e; b0 += kGrain) {
           const int64_t e0 = std::min(e, b0 + kGrain);
           for (int64_t r = b0; r < e0; ++r) {
@@ -603,14 +596,24 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
             const scalar_t* slab = xp + s * N * H;
             gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
             gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
-            for (int64_t j = 0; j < H; ++j) op[r * H + j] = bp[j];
           }
-          matmul_rows(xp, H, b0, e0, wp, H, H, op, H, true);
-          matmul_rows(mp, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
+          if (kernels) {
+            const auto* xf = reinterpret_cast<const float*>(xp);
+            const auto* mf = reinterpret_cast<const float*>(mp);
+            const float* wp = wt.data_ptr<float>();
+            float* op = out.data_ptr<float>();
+            matmul_rows(xf, H, b0, e0, wp, H, H, op, H, true);
+            matmul_rows(mf, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
+          }
         }
       });
     });
+    if (!kernels)
+      out = torch::addmm(bias_row, x.reshape({S * N, H}), wt.narrow(0, 0, H))
+                .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H));
+    out = out.view({S, N, H});
     ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
+    ctx->saved_data["bias_type"] = static_cast<int64_t>(bias.scalar_type());
     return out;
   }
 
@@ -620,19 +623,24 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     const auto g = grads[0].contiguous();
     const int64_t S = g.size(0), N = g.size(1), H = g.size(2);
     // The gradient of each node's [x, means] row, then x's gradient gathers it back.
-    auto grad_in = torch::empty({S, N, 3 * H}, g.options());
+    const bool kernels = has_small_kernels(g);
+    auto grad_in = kernels ? torch::empty({S, N, 3 * H}, g.options())
+                           : g.reshape({S * N, H}).mm(weight).view({S, N, 3 * H});
     auto grad_x = torch::empty_like(x);
-    const auto w = weight.to(g.scalar_type()).contiguous();  // H x 3H
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
-      const scalar_t* gp = g.data_ptr<scalar_t>();
-      const scalar_t* wp = w.data_ptr<scalar_t>();
-      scalar_t* ip = grad_in.data_ptr<scalar_t>();
-      scalar_t* xp = grad_x.data_ptr<scalar_t>();
-      const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
-                    *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
+    if (kernels) {
+      const float* gp = g.data_ptr<float>();
+      const auto w = weight.contiguous();  // H x 3H
+      const float* wp = w.data_ptr<float>();
+      float* ip = grad_in.data_ptr<float>();
       at::parallel_for(0, S * N, 2 * kGrain, [&](int64_t b, int64_t e) {
         matmul_rows(gp, H, b, e, wp, H, 3 * H, ip, 3 * H, false);
       });
+    }
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
+      const scalar_t* ip = grad_in.data_ptr<scalar_t>();
+      scalar_t* xp = grad_x.data_ptr<scalar_t>();
+      const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
+                    *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           const int64_t s = r / N, v = r % N;
@@ -646,8 +654,72 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
         }
       });
     });
-    return {grad_x, sage_weight_grad(g, x, means).to(weight.scalar_type()), g.sum(std::vector<int64_t>{0, 1}).to(weight.scalar_type()),
+    const auto bias_type = static_cast<torch::ScalarType>(ctx->saved_data["bias_type"].toInt());
+    return {grad_x, sage_weight_grad(g, x, means), g.sum(std::vector<int64_t>{0, 1}).to(bias_type),
             Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+// ------------------------------------------------------------------ add gathered rows
+struct AddGathered : torch::autograd::Function<AddGathered> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& node_in, const Tensor& table_in,
+                        const Tensor& index) {
+    const auto node = node_in.contiguous(), table = table_in.contiguous();
+    const int64_t N = node.size(0), H = node.size(1), S = table.size(0), T = table.size(1);
+    TORCH_CHECK(table.size(2) == H && index.numel() == N && table.scalar_type() == node.scalar_type(),
+                "add_gathered: node ", node.sizes(), ", table ", table.sizes(), " and index ",
+                index.sizes(), " do not fit");
+    const int64_t* ip = index.data_ptr<int64_t>();
+    for (int64_t u = 0; u < N; ++u)
+      TORCH_CHECK(ip[u] >= 0 && ip[u] < T, "add_gathered: index ", ip[u], " outside [0, ", T, ")");
+    auto out = torch::empty({S, N, H}, node.options());
+    AT_DISPATCH_FLOATING_TYPES(node.scalar_type(), "add_gathered", [&] {
+      const scalar_t* np = node.data_ptr<scalar_t>();
+      const scalar_t* tp = table.data_ptr<scalar_t>();
+      scalar_t* op = out.data_ptr<scalar_t>();
+      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t s = r / N, u = r % N;
+          const scalar_t* t = tp + (s * T + ip[u]) * H;
+          for (int64_t j = 0; j < H; ++j) op[r * H + j] = np[u * H + j] + t[j];
+        }
+      });
+    });
+    ctx->save_for_backward({index});
+    ctx->saved_data["T"] = T;
+    return out;
+  }
+
+  // Each output row is summed by one task in a fixed order: no dependence on threads.
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto index = ctx->get_saved_variables()[0];
+    const auto g = grads[0].contiguous();
+    const int64_t S = g.size(0), N = g.size(1), H = g.size(2), T = ctx->saved_data["T"].toInt();
+    auto grad_node = torch::empty({N, H}, g.options());
+    auto grad_table = torch::zeros({S, T, H}, g.options());
+    const int64_t* ip = index.data_ptr<int64_t>();
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "add_gathered_backward", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      scalar_t* np = grad_node.data_ptr<scalar_t>();
+      scalar_t* tp = grad_table.data_ptr<scalar_t>();
+      // Slots outer: each slot's rows of a node range are read contiguously.
+      at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+        std::copy(gp + b * H, gp + e * H, np + b * H);
+        for (int64_t s = 1; s < S; ++s) {
+          const scalar_t* gs = gp + (s * N + b) * H;
+          scalar_t* o = np + b * H;
+          for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
+        }
+      });
+      at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s)
+          for (int64_t u = 0; u < N; ++u) {
+            scalar_t* o = tp + (s * T + ip[u]) * H;
+            for (int64_t j = 0; j < H; ++j) o[j] += gp[(s * N + u) * H + j];
+          }
+      });
+    });
+    return {grad_node, grad_table, Tensor()};
   }
 };
 
@@ -750,6 +822,13 @@ torch::Tensor sage_linear(const torch::Tensor& x, const torch::Tensor& weight,
   check_states(x, 3, "sage_linear: x");
   return SageLinear::apply(x, weight, bias, adj.producer_ptr, adj.producer_idx, adj.consumer_ptr,
                            adj.consumer_idx);
+}
+
+torch::Tensor add_gathered(const torch::Tensor& node, const torch::Tensor& table,
+                           const torch::Tensor& index) {
+  check_states(node, 2, "add_gathered: node");
+  check_states(table, 3, "add_gathered: table");
+  return AddGathered::apply(node, table, index.to(torch::kInt64).contiguous());
 }
 
 torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets) {

@@ -5,9 +5,9 @@
 //
 //   sage_linear        linear(cat(x, mean of producers' x, mean of consumers' x)) per node:
 //                      the means are CSR gathers (no scatter) both ways, taken before the
-//                      matmul on H-wide rows, and the matmuls with H = 32 use a small-matrix
-//                      kernel instead of the BLAS (whose packing costs more than the math
-//                      at these widths);
+//                      matmul on H-wide rows, and for float with H = 32 the matmuls use
+//                      register-blocked vector kernels instead of the BLAS (whose packing
+//                      costs more than the math at these widths);
 //   gelu_dropout_add_layer_norm
 //                      LayerNorm(x + dropout(gelu(z))): LibTorch's vectorized GELU, then
 //                      dropout, residual and LayerNorm in one pass (forward and backward),
@@ -15,7 +15,11 @@
 //   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is
 //                      stored, backward regenerates it (used where tensors are small);
 //   segment_mean_max   per-graph mean and max pooling of contiguous node ranges, both halves
-//                      of the readout's cat written in one pass.
+//                      of the readout's cat written in one pass;
+//   add_gathered       node[u] + table[s, index[u]] for every slot s and node u: the tile
+//                      model's per-node plus per-(slot, graph) inputs, whose backward is one
+//                      pass (a sum over slots and a sum per table row) instead of LibTorch's
+//                      broadcast, index_select, sum and index_add.
 //
 // All take per-config states [S, N, H] (contiguous float or double). Dropout seeds are drawn
 // from torch's default generator (one draw per call), so torch::manual_seed makes runs, and
@@ -57,5 +61,10 @@ torch::Tensor sage_linear(const torch::Tensor& x, const torch::Tensor& weight,
 // rows; graphs without nodes pool to 0. Max gradients are split among tied maxima, as
 // scatter_reduce("amax") does.
 torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets);
+
+// [S, N, H]: out[s, u] = node[u] + table[s, index[u]] (node [N, H], table [S, T, H], index N
+// values in [0, T)).
+torch::Tensor add_gathered(const torch::Tensor& node, const torch::Tensor& table,
+                           const torch::Tensor& index);
 
 }  // namespace tpuperf

@@ -67,9 +67,13 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
   const auto has = [](const torch::Tensor& ptr) {
     return (ptr.slice(0, 1) > ptr.slice(0, 0, -1)).to(torch::kInt64);
   };
+  // The premise: every edge joins two nodes of one graph.
+  TORCH_CHECK(graph.index_select(0, adj.producer_idx)
+                  .equal(graph.repeat_interleave(adj.producer_ptr.slice(0, 1) - adj.producer_ptr.slice(0, 0, -1))),
+              "SageBlock::forward_split: an edge joins two graphs");
   const auto kind = graph * 4 + has(adj.producer_ptr) + 2 * has(adj.consumer_ptr);
-  const auto z = from_node + from_slot.index_select(1, kind);
-  const auto x = node.unsqueeze(0) + slot.index_select(1, graph);
+  const auto z = add_gathered(from_node.squeeze(0), from_slot, kind);
+  const auto x = add_gathered(node, slot, graph);
   const auto [p, seed] = dropout_draw(*this, dropout);
   return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), p, seed);
 }

@@ -41,8 +41,8 @@ struct SageBlockImpl : torch::nn::Module {
   // graph: the int64 graph of every node; edges stay inside a graph), without forming x
   // before the epilogue: W's blocks go to node and slot apart (N + S x G rows instead of
   // S x N), and a slot term's mean over u's producers or consumers is the term itself (0
-  // when u has none). The tile model's first block, where this saves the S x N x 3H matmul
-  // and message pass.
+  // when u has none). The tile model's first block, where this saves the S x N matmuls and
+  // message passing (only the LayerNorm epilogue runs on S x N rows).
   torch::Tensor forward_split(const torch::Tensor& node, const torch::Tensor& slot,
                               const torch::Tensor& graph, const Adjacency& adj);
 

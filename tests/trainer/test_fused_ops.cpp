@@ -109,13 +109,13 @@ Fn plain_sage(const GraphEdges& edges) {
   };
 }
 
-// H = 32 in float takes the small-matrix kernel (rows in blocks of 3 and a tail), the
-// rest LibTorch's matmul.
+// H = 32 in float takes the vector kernels (blocks of rows, then a tail of single rows:
+// n odd with S = 1 leaves one), the rest LibTorch's matmul.
 TEST_F(FusedOps, SageLinearMatchesLinearOfConcatenatedMeans) {
   std::mt19937_64 rng(1);
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
-    for (int trial = 0; trial < 4; ++trial) {
-      const int64_t n = 20 + 7 * trial, S = 1 + trial, H = trial < 2 ? 8 : 32;
+    for (int trial = 0; trial < 5; ++trial) {
+      const int64_t n = 20 + 7 * trial, S = trial == 4 ? 1 : 1 + trial, H = trial < 2 ? 8 : 32;
       const auto edges = random_edges(rng, n, 3 * n);
       const auto adj = Adjacency::build(edges, n);
       const auto opts = torch::TensorOptions().dtype(dtype);
@@ -142,6 +142,21 @@ TEST_F(FusedOps, AdjacencyRejectsOutOfRangeNodes) {
   EXPECT_THROW(Adjacency::build(edges, 5), c10::Error);
   const auto states = torch::randn({1, 4, 2});
   EXPECT_THROW(sage_linear(states, torch::zeros({2, 6}), torch::zeros({2}), Adjacency::build(edges, 6)),
+               c10::Error);
+}
+
+// ------------------------------------------------------------------------ add_gathered
+TEST_F(FusedOps, AddGatheredMatchesBroadcastIndexSelect) {
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    const auto opts = torch::TensorOptions().dtype(dtype);
+    const auto index = torch::tensor(std::vector<int64_t>{2, 0, 2, 1, 2, 2, 0});  // row 3 unused
+    const Fn fused = [&](const std::vector<torch::Tensor>& in) { return add_gathered(in[0], in[1], index); };
+    const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+      return in[0].unsqueeze(0) + in[1].index_select(1, index);
+    };
+    expect_same(fused, plain, {torch::randn({7, 5}, opts), torch::randn({3, 4, 5}, opts)}, 1e-6, 1e-6);
+  }
+  EXPECT_THROW(add_gathered(torch::randn({2, 5}), torch::randn({3, 4, 5}), torch::tensor({0, 4})),
                c10::Error);
 }
 
@@ -251,6 +266,29 @@ TEST_F(FusedOps, DropoutSeedsFollowTorchManualSeed) {
   EXPECT_EQ(draw_dropout_seed(), a);
   EXPECT_EQ(draw_dropout_seed(), b);
   EXPECT_NE(a, b);
+}
+
+// The kernels split rows among LibTorch's threads; every sum is taken in an order fixed by
+// the data (chunks of a fixed split, added in order), so 1 and 2 threads give the same bits.
+TEST_F(FusedOps, ResultsDoNotDependOnTheNumberOfThreads) {
+  std::mt19937_64 rng(4);
+  const int64_t n = 150, S = 5, H = 32;
+  const auto edges = random_edges(rng, n, 3 * n);
+  const auto adj = Adjacency::build(edges, n);
+  const Fn layer = [&](const std::vector<torch::Tensor>& in) {
+    const auto z = sage_linear(in[0], in[1], in[2], adj);
+    const auto y = gelu_dropout_add_layer_norm(z, in[0], in[3], in[4], 1e-5, 0.2, 77);
+    return add_gathered(in[5], y, torch::arange(n) % S);
+  };
+  const std::vector<torch::Tensor> inputs = {torch::randn({S, n, H}), torch::randn({H, 3 * H}) / 10,
+                                             torch::randn({H}), 1 + torch::randn({H}) / 10,
+                                             torch::randn({H}), torch::randn({n, H})};
+  const auto w = torch::randn({S, n, H});
+  const auto one = value_and_grads(layer, inputs, w);
+  torch::set_num_threads(2);
+  const auto two = value_and_grads(layer, inputs, w);
+  torch::set_num_threads(1);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << "tensor " << i;
 }
 
 }  // namespace

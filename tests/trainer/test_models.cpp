@@ -194,13 +194,14 @@ TEST_F(Models, DropoutFollowsTorchSeedAndIsOffInEval) {
 
 // The tile model's first block takes its input as node + per-(slot, graph) parts; it must
 // give the scores and gradients of the plain block on the summed states, dropout included.
-TEST_F(Models, SplitSageBlockEqualsPlainBlockOnSummedStates) {
+void check_split_block(int64_t H) {
+  SCOPED_TRACE("H = " + std::to_string(H));
   std::mt19937_64 rng(3);
   auto a = random_graph(Kind::Tile, rng, 9, 4), b = random_graph(Kind::Tile, rng, 1, 4),
        c = random_graph(Kind::Tile, rng, 6, 4);
   const auto batch = make_batch(Kind::Tile, {&a, &b, &c}, {{0, 1, 2}, {3, 0, 1}, {2, 3, 0}});
   const auto adj = Adjacency::build(batch.edges, batch.num_nodes);
-  const int64_t H = 8, S = 3, G = 3;
+  const int64_t S = 3, G = 3;
   SageBlock block(H, 0.3);
   const auto node0 = torch::randn({batch.num_nodes, H}), slot0 = torch::randn({S, G, H});
   const auto grad_out = torch::randn({S, batch.num_nodes, H});
@@ -219,6 +220,22 @@ TEST_F(Models, SplitSageBlockEqualsPlainBlockOnSummedStates) {
   const auto split = run(true), plain = run(false);
   for (size_t i = 0; i < split.size(); ++i)
     EXPECT_TRUE(torch::allclose(split[i], plain[i], 1e-4, 1e-5)) << "tensor " << i;
+}
+
+// H = 8 takes the kernels' generic paths, H = 32 the vector ones.
+TEST_F(Models, SplitSageBlockEqualsPlainBlockOnSummedStates) {
+  for (int64_t H : {8, 32}) check_split_block(H);
+}
+
+TEST_F(Models, SplitSageBlockRejectsEdgesBetweenGraphs) {
+  std::mt19937_64 rng(3);
+  auto a = random_graph(Kind::Tile, rng, 5, 2), b = random_graph(Kind::Tile, rng, 4, 2);
+  auto batch = make_batch(Kind::Tile, {&a, &b}, {{0, 1}, {1, 0}});
+  batch.edges.producer[0] = batch.num_nodes - 1;  // an edge from graph 1 into graph 0
+  SageBlock block(8, 0.0);
+  EXPECT_THROW(block->forward_split(torch::randn({batch.num_nodes, 8}), torch::randn({2, 2, 8}),
+                                    batch.node_graph, Adjacency::build(batch.edges, batch.num_nodes)),
+               c10::Error);
 }
 
 // Fraction of real pairs with distinct targets that the scores order correctly.
