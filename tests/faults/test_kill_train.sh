@@ -22,7 +22,18 @@ run_ranks_timed "$work/ref.log" mpirun --bind-to none -np 2 "${TRAIN[@]}"
 ref_ms=$RANK_MS
 # Kills land in the first 60%: training, not the end, where a rank may already be done.
 window=$((ref_ms * 6 / 10))
-echo "uninterrupted: the ranks ran ${ref_ms} ms"
+# log_ms LOG PATTERN: the time of day (ms) of LOG's first line matching PATTERN.
+log_ms() {
+  grep -m1 -E "$2" "$1" | sed -E 's/^\[[0-9-]+ ([0-9]+):([0-9]+):([0-9.]+)\].*/\1 \2 \3/' \
+    | awk '{ printf "%d", (($1 * 60 + $2) * 60 + $3) * 1000 }'
+}
+# Kills after the first epoch land in the first half of what remained of the uninterrupted
+# run after its first epoch line (start-up and loading weigh more as training gets faster:
+# a share of the whole run could fall after the end).
+late_window=$(( $(log_ms "$work/ref.log" "wrote .*submission.csv") - $(log_ms "$work/ref.log" "epoch 1/4:") ))
+late_window=$((late_window / 2))
+[ "$late_window" -gt 0 ] || fail "no first-epoch or final line in $work/ref.log"
+echo "uninterrupted: the ranks ran ${ref_ms} ms, $((2 * late_window)) ms of it after the first epoch line"
 
 rows=()
 failures=0
@@ -55,7 +66,7 @@ for trial in $(seq 1 "$TRIALS"); do
     if [ "$trial" -eq 2 ]; then
       how="SIGKILL of rank $rank ${delay} ms after the ranks started"
     else
-      delay=$((delay / 2))
+      delay=$((delay % late_window))
       until grep -q "epoch 1/4:" "$log" 2> /dev/null || ! kill -0 "$job" 2> /dev/null; do sleep 0.05; done
       how="SIGKILL of rank $rank ${delay} ms after the first epoch"
     fi
@@ -100,8 +111,8 @@ done
   echo
   echo "$(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) cores, ${SECONDS} s in all. mpirun -np 2, 2 folds (one"
   echo "per rank), tile:xla and layout:nlp:random of a tiny tree, 4 epochs; in the uninterrupted run the"
-  echo "ranks ran ${ref_ms} ms; external kills come a random delay below 60% of that after the"
-  echo "ranks started (trial 2) or below 30% of it after the first epoch (trials 3...). Trial t seeds bash's RANDOM with 104729 t. Passing needs: a non-zero exit"
+  echo "ranks ran ${ref_ms} ms, $((2 * late_window)) ms of it after the first epoch line; external kills come a random delay below 60% of the"
+  echo "first after the ranks started (trial 2) or below half the second after the first epoch (trials 3...). Trial t seeds bash's RANDOM with 104729 t. Passing needs: a non-zero exit"
   echo "within 30 s of the kill, an error naming the dead rank and its signal, and a --resume that"
   echo "reproduces the uninterrupted run's metrics.csv (loss, oof and valid scores) and submission."
   echo "'survivor errors' counts the surviving ranks' own error lines (tpuperf-train: error: ...)."
