@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "common/random.h"
 
@@ -166,19 +165,18 @@ inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float sc
   return __builtin_convertvector(kept, Row32) * scale;
 }
 
-// The epilogue's rows, as functions of __restrict pointers: without them the compiler must
-// assume the scratch rows alias the tensors and keeps these loops scalar. kH > 0 fixes the
-// width at compile time (fully unrolled); kH = 0 uses H.
+// The epilogue's rows for any width and type, as functions of __restrict pointers: without
+// them the compiler must assume the scratch rows alias the tensors and keeps these loops
+// scalar. (Float rows of the default width take the Row32 versions below.)
 
 // Forward of one row at flat offset `at`: out = LayerNorm(x + keep * a), the mask bytes
 // (if mask), and the row's mean and 1 / std.
-template <typename T, int64_t kH>
-inline void epilogue_forward_row(int64_t H, int64_t at, const T* __restrict x, const T* __restrict a,
+template <typename T>
+inline void epilogue_forward_row(int64_t n, int64_t at, const T* __restrict x, const T* __restrict a,
                                  uint64_t seed, uint64_t threshold, T scale,
                                  const T* __restrict gamma, const T* __restrict beta, T eps,
                                  T* __restrict keep, T* __restrict r, uint8_t* __restrict mask,
                                  T* __restrict out, T& mean, T& rstd) {
-  const int64_t n = kH > 0 ? kH : H;
   fill_keep(keep, seed, at, n, threshold, scale);
   if (mask)
     for (int64_t j = 0; j < n; ++j) mask[j] = keep[j] != T(0);
@@ -195,14 +193,13 @@ inline void epilogue_forward_row(int64_t H, int64_t at, const T* __restrict x, c
 // Backward of one row: the gradients of x (gx) and of the activation before dropout (ga),
 // and the row's terms of gamma's and beta's gradients added to acc_g and acc_b. keep is
 // scale * mask byte (mask = all ones and scale 1 without dropout).
-template <typename T, int64_t kH>
-inline void epilogue_backward_row(int64_t H, const T* __restrict x, const T* __restrict a,
+template <typename T>
+inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __restrict a,
                                   const uint8_t* __restrict mask, T scale, const T* __restrict go,
                                   const T* __restrict gamma, T mu, T inv, T* __restrict xhat,
                                   T* __restrict gy, T* __restrict gyx, T* __restrict gx,
                                   T* __restrict ga, double* __restrict acc_g,
                                   double* __restrict acc_b) {
-  const int64_t n = kH > 0 ? kH : H;
   for (int64_t j = 0; j < n; ++j) {
     xhat[j] = (x[j] + a[j] * (scale * T(mask[j])) - mu) * inv;
     gy[j] = go[j] * gamma[j];
@@ -323,24 +320,15 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
       scalar_t* mp = mean.data_ptr<scalar_t>();
       scalar_t* rp = rstd.data_ptr<scalar_t>();
       const scalar_t scale = scalar_t(1.0 / (1.0 - p));
-      // H = 32 (the default width) as a constant: fully unrolled, vectorized rows.
-      const auto rows_of_width = [&](auto width) {
-        constexpr int64_t kH = decltype(width)::value;
-        at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
-          std::vector<scalar_t> scratch(static_cast<size_t>(2 * H));
-          for (int64_t row = b; row < e; ++row) {
-            const int64_t at = row * H;
-            epilogue_forward_row<scalar_t, kH>(H, at, xp + at, ap + at, useed, threshold, scale, gp,
-                                               bp, scalar_t(eps), scratch.data(), scratch.data() + H,
-                                               threshold > 0 ? mk + at : nullptr, op + at, mp[row],
-                                               rp[row]);
-          }
-        });
-      };
-      if (H == 32)
-        rows_of_width(std::integral_constant<int64_t, 32>{});
-      else
-        rows_of_width(std::integral_constant<int64_t, 0>{});
+      at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
+        std::vector<scalar_t> scratch(static_cast<size_t>(2 * H));
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t at = row * H;
+          epilogue_forward_row(H, at, xp + at, ap + at, useed, threshold, scale, gp, bp, scalar_t(eps),
+                               scratch.data(), scratch.data() + H, threshold > 0 ? mk + at : nullptr,
+                               op + at, mp[row], rp[row]);
+        }
+      });
     });
     ctx->save_for_backward({z, a, x, gamma, mean, rstd, mask});
     ctx->saved_data["p"] = p;
@@ -394,29 +382,20 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
       scalar_t* gx = grad_x.data_ptr<scalar_t>();
       double* pp = partial.data_ptr<double>();
       const scalar_t scale = threshold > 0 ? scalar_t(1.0 / (1.0 - p)) : scalar_t(1);
-      // H = 32 (the default width) as a constant: fully unrolled, vectorized rows.
-      const auto rows_of_width = [&](auto width) {
-        constexpr int64_t kH = decltype(width)::value;
-        at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-          std::vector<scalar_t> scratch(static_cast<size_t>(3 * H));
-          std::vector<double> acc(static_cast<size_t>(2 * H));
-          for (int64_t c = cb; c < ce; ++c) {
-            std::fill(acc.begin(), acc.end(), 0.0);
-            for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row) {
-              const int64_t at = row * H;
-              epilogue_backward_row<scalar_t, kH>(
-                  H, xp + at, ap + at, mk + row * mask_stride, scale, go + at, gp, mp[row], rp[row], scratch.data(),
-                  scratch.data() + H, scratch.data() + 2 * H, gx + at, ga + at, acc.data(),
-                  acc.data() + H);
-            }
-            std::copy(acc.begin(), acc.end(), pp + c * 2 * H);
+      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+        std::vector<scalar_t> scratch(static_cast<size_t>(3 * H));
+        std::vector<double> acc(static_cast<size_t>(2 * H));
+        for (int64_t c = cb; c < ce; ++c) {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row) {
+            const int64_t at = row * H;
+            epilogue_backward_row(H, xp + at, ap + at, mk + row * mask_stride, scale, go + at, gp,
+                                  mp[row], rp[row], scratch.data(), scratch.data() + H,
+                                  scratch.data() + 2 * H, gx + at, ga + at, acc.data(), acc.data() + H);
           }
-        });
-      };
-      if (H == 32)
-        rows_of_width(std::integral_constant<int64_t, 32>{});
-      else
-        rows_of_width(std::integral_constant<int64_t, 0>{});
+          std::copy(acc.begin(), acc.end(), pp + c * 2 * H);
+        }
+      });
     });
     const auto sums = partial.sum(0).to(x.scalar_type());
     return {at::gelu_backward(grad_a, z), grad_x, sums[0], sums[1], Tensor(), Tensor(), Tensor()};

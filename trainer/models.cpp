@@ -64,14 +64,12 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
   const auto from_slot = (torch::matmul(slot, w).view({S, G, 1, 3, H}) * kinds.view({1, 1, 4, 3, 1}))
                              .sum(3)
                              .view({S, G * 4, H});
-  const auto has = [](const torch::Tensor& ptr) {
-    return (ptr.slice(0, 1) > ptr.slice(0, 0, -1)).to(torch::kInt64);
-  };
+  const auto row_lengths = [](const torch::Tensor& ptr) { return ptr.slice(0, 1) - ptr.slice(0, 0, -1); };
+  const auto producers = row_lengths(adj.producer_ptr), consumers = row_lengths(adj.consumer_ptr);
   // The premise: every edge joins two nodes of one graph.
-  TORCH_CHECK(graph.index_select(0, adj.producer_idx)
-                  .equal(graph.repeat_interleave(adj.producer_ptr.slice(0, 1) - adj.producer_ptr.slice(0, 0, -1))),
+  TORCH_CHECK(graph.index_select(0, adj.producer_idx).equal(graph.repeat_interleave(producers)),
               "SageBlock::forward_split: an edge joins two graphs");
-  const auto kind = graph * 4 + has(adj.producer_ptr) + 2 * has(adj.consumer_ptr);
+  const auto kind = graph * 4 + (producers > 0).to(torch::kInt64) + 2 * (consumers > 0).to(torch::kInt64);
   const auto z = add_gathered(from_node.squeeze(0), from_slot, kind);
   const auto x = add_gathered(node, slot, graph);
   const auto [p, seed] = dropout_draw(*this, dropout);
