@@ -1,6 +1,7 @@
 #include "trainer/sampler.h"
 
 #include <algorithm>
+#include <climits>
 #include <numeric>
 #include <unordered_set>
 
@@ -111,21 +112,32 @@ std::vector<int64_t> SlateSampler::slate_at(int64_t epoch, int64_t position, int
 
 std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size) const {
   const int64_t G = options_.graphs_per_step;
-  std::vector<int64_t> work(static_cast<size_t>(G)), order(static_cast<size_t>(G));
+  std::vector<int64_t> cost(static_cast<size_t>(G)), width(static_cast<size_t>(G)), order(static_cast<size_t>(G));
   for (int64_t j = 0; j < G; ++j) {
     const auto g = static_cast<size_t>(graph_at(epoch, step * G + j));
-    work[static_cast<size_t>(j)] = cost_[g] * std::min(num_configs_[g], options_.slate);
+    cost[static_cast<size_t>(j)] = cost_[g];
+    width[static_cast<size_t>(j)] = std::min(num_configs_[g], options_.slate);
   }
   std::iota(order.begin(), order.end(), int64_t{0});
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return work[static_cast<size_t>(a)] > work[static_cast<size_t>(b)];
+    const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+    return cost[ua] * width[ua] > cost[ub] * width[ub];
   });
-  std::vector<int64_t> load(static_cast<size_t>(group_size), 0);
+  // A batch pads every graph to its widest slate (make_batch), so a rank's work is
+  // widest slate x summed cost, not the sum of each graph's cost x slate.
+  std::vector<int64_t> sum(static_cast<size_t>(group_size), 0), widest(sum);
   std::vector<int> owner(static_cast<size_t>(G));
   for (int64_t j : order) {
-    const auto r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[static_cast<size_t>(j)] = static_cast<int>(r);
-    load[r] += work[static_cast<size_t>(j)];
+    const auto uj = static_cast<size_t>(j);
+    size_t best = 0;
+    int64_t best_load = INT64_MAX;
+    for (size_t r = 0; r < sum.size(); ++r) {
+      const int64_t load = std::max(widest[r], width[uj]) * (sum[r] + cost[uj]);
+      if (load < best_load) best = r, best_load = load;
+    }
+    owner[uj] = static_cast<int>(best);
+    sum[best] += cost[uj];
+    widest[best] = std::max(widest[best], width[uj]);
   }
   return owner;
 }

@@ -47,10 +47,12 @@ struct SlateDraw {
 // straddle two passes.
 //
 // The G graphs of a step are dealt to the P ranks of a group by their work, so that no
-// rank waits long for the slowest at the gradient all-reduce: largest first, each to the
-// least loaded rank (ties: the lower position, the lower rank). A graph's work is its cost
-// (e.g. its node count; 1 each when no costs are given) times its slate size. Every rank
-// can compute every rank's share, and the union over the ranks is the single-rank step.
+// rank waits long for the slowest at the gradient all-reduce. A rank's work is its
+// widest slate times the sum of its graphs' costs (e.g. node counts; 1 each when no
+// costs are given), because a batch pads every graph to its widest slate. Graphs go
+// largest first (cost x slate size; ties: the lower position), each to the rank whose
+// work would then be least (ties: the lower rank). Every rank can compute every rank's
+// share, and the union over the ranks is the single-rank step.
 //
 // Ranks get different numbers of graphs (none when P > G): weight a rank's mean loss over
 // its n graphs by n * P / G before the averaging all-reduce so that the step's gradient is

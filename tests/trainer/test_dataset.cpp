@@ -530,9 +530,7 @@ TEST(Sampler, RanksDrawDisjointSharesOfTheGroupStep) {
       std::set<int64_t> graphs;
       for (int r = 0; r < p; ++r) {
         const auto mine = s.draw(2, step, r, p);
-        // Equal costs: the shares differ by at most one graph, earlier ranks larger.
-        const auto [first, last] = share_of(6, r, p);
-        EXPECT_EQ(static_cast<int64_t>(mine.size()), last - first);
+        EXPECT_FALSE(mine.empty()) << "rank " << r << " of " << p << " idle with 6 graphs to deal";
         for (const SlateDraw& d : mine) {
           EXPECT_TRUE(graphs.insert(d.graph).second) << "graph drawn twice in one step";
           joined.push_back(d);
@@ -546,46 +544,76 @@ TEST(Sampler, RanksDrawDisjointSharesOfTheGroupStep) {
   }
   // More ranks than graphs in a step: the extra ranks draw nothing.
   EXPECT_TRUE(s.draw(0, 0, 7, 8).empty());
+  // Equal costs and full slates everywhere: the shares differ by at most one graph,
+  // earlier ranks larger.
+  SlateSampler full(std::vector<int64_t>(23, 50), options());
+  for (int p : {2, 3, 4})
+    for (int r = 0; r < p; ++r) {
+      const auto [first, last] = share_of(6, r, p);
+      EXPECT_EQ(static_cast<int64_t>(full.draw(2, 1, r, p).size()), last - first) << r << " of " << p;
+    }
 }
 
-TEST(Sampler, DealsGraphsByWork) {
-  const auto counts = config_counts();
+// A rank's work as make_batch pads it: widest slate x summed cost.
+int64_t padded_work(const std::vector<SlateDraw>& draws, const std::vector<int64_t>& cost) {
+  int64_t widest = 0, sum = 0;
+  for (const auto& d : draws) {
+    widest = std::max(widest, static_cast<int64_t>(d.configs.size()));
+    sum += cost[static_cast<size_t>(d.graph)];
+  }
+  return widest * sum;
+}
+
+TEST(Sampler, DealsGraphsByPaddedWork) {
+  const auto counts = config_counts();  // every 5th graph has 3 configs, the rest >= 8
   std::vector<int64_t> cost(counts.size());
   for (size_t g = 0; g < cost.size(); ++g) cost[g] = 1 + static_cast<int64_t>((g * 37) % 200);
   SlateSampler s(counts, options(), cost);
-  auto work = [&](const SlateDraw& d) {
-    return cost[static_cast<size_t>(d.graph)] * static_cast<int64_t>(d.configs.size());
-  };
-  for (int64_t step = 0; step < 3; ++step) {
-    const auto all = s.draw(1, step, 0, 1);
-    // Independent check: every split of the 6 graphs into 2 ranks, by brute force; the
-    // greedy deal must be within the largest graph's work of the best split (LPT bound).
-    int64_t total = 0, largest = 0, best = INT64_MAX;
-    for (const auto& d : all) total += work(d), largest = std::max(largest, work(d));
-    for (int mask = 0; mask < (1 << all.size()); ++mask) {
-      int64_t a = 0;
-      for (size_t i = 0; i < all.size(); ++i)
-        if (mask >> i & 1) a += work(all[i]);
-      best = std::min(best, std::max(a, total - a));
+  for (int64_t epoch = 0; epoch < 4; ++epoch)
+    for (int64_t step = 0; step < 3; ++step) {
+      const auto all = s.draw(epoch, step, 0, 1);
+      // Independent check: every split of the 6 graphs into 2 ranks, by brute force.
+      int64_t total = 0, largest = 0, widest = 0, best = INT64_MAX;
+      for (const auto& d : all) {
+        total += cost[static_cast<size_t>(d.graph)];
+        largest = std::max(largest, cost[static_cast<size_t>(d.graph)]);
+        widest = std::max(widest, static_cast<int64_t>(d.configs.size()));
+      }
+      for (int mask = 0; mask < (1 << all.size()); ++mask) {
+        std::vector<SlateDraw> a, b;
+        for (size_t i = 0; i < all.size(); ++i) (mask >> i & 1 ? a : b).push_back(all[i]);
+        best = std::min(best, std::max(padded_work(a, cost), padded_work(b, cost)));
+      }
+      const auto r0 = s.draw(epoch, step, 0, 2), r1 = s.draw(epoch, step, 1, 2);
+      const int64_t worst = std::max(padded_work(r0, cost), padded_work(r1, cost));
+      EXPECT_EQ(r0.size() + r1.size(), all.size());
+      // Greedy bound: the last graph put on the busiest rank went where the work after it
+      // was least, so at most widest x (total / 2 + largest).
+      EXPECT_LE(worst, widest * (total / 2 + largest)) << "epoch " << epoch << " step " << step;
+      EXPECT_GE(worst, best);
+      for (const auto* r : {&r0, &r1})
+        for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].position, (*r)[i].position);
     }
-    const auto r0 = s.draw(1, step, 0, 2), r1 = s.draw(1, step, 1, 2);
-    int64_t w0 = 0, w1 = 0;
-    for (const auto& d : r0) w0 += work(d);
-    for (const auto& d : r1) w1 += work(d);
-    EXPECT_EQ(w0 + w1, total);
-    EXPECT_EQ(r0.size() + r1.size(), all.size());
-    EXPECT_LE(std::max(w0, w1), best + largest) << "step " << step;
-    EXPECT_LE(std::max(w0, w1) - std::min(w0, w1), largest) << "step " << step;
-    // The heaviest graph goes to rank 0; each rank's draws stay in stream order.
-    const auto heaviest = std::max_element(all.begin(), all.end(), [&](const auto& a, const auto& b) {
-      return work(a) < work(b);
-    });
-    EXPECT_TRUE(std::any_of(r0.begin(), r0.end(), [&](const auto& d) { return d.position == heaviest->position; }));
-    for (const auto* r : {&r0, &r1})
-      for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].position, (*r)[i].position);
-  }
   EXPECT_THROW(SlateSampler(counts, options(), {1, 2}), Error);
   EXPECT_THROW(SlateSampler({3, 4}, options(), {1, 0}), Error);
+}
+
+TEST(Sampler, DealCountsThePaddingOfNarrowSlates) {
+  // (cost, slate width): g0 (10, 8), g1 (10, 1), g2 (10, 2), g3 (30, 2). Dealt by
+  // cost x width alone (80, 10, 20, 60), g0 and g1 would share a rank and g1 would be padded
+  // to width 8: 8 x 20 = 160 against 2 x 40 = 80. Counting the padding, g0 stays alone
+  // (8 x 10 = 80) and the narrow graphs go together (2 x 50 = 100), the best split.
+  SamplerOptions o = options();
+  o.graphs_per_step = 4;
+  const std::vector<int64_t> cost = {10, 10, 10, 30};
+  SlateSampler s({50, 1, 2, 2}, o, cost);
+  for (int64_t step = 0; step < 3; ++step) {  // every step deals the same four graphs
+    const auto r0 = s.draw(0, step, 0, 2), r1 = s.draw(0, step, 1, 2);
+    ASSERT_EQ(r0.size(), 1u) << step;
+    EXPECT_EQ(r0[0].graph, 0) << step;
+    EXPECT_EQ(padded_work(r0, cost), 80) << step;
+    EXPECT_EQ(padded_work(r1, cost), 100) << step;
+  }
 }
 
 TEST(Sampler, ResumedRunDrawsTheSameSlates) {
