@@ -74,6 +74,7 @@ SlateSampler::SlateSampler(std::vector<int64_t> num_configs, const SamplerOption
   if (num_configs_.empty()) throw Error("slate sampler: no train graphs");
   if (options_.graphs_per_step < 1 || options_.slate < 1)
     throw Error("slate sampler: graphs_per_step and slate must be >= 1");
+  if (options_.batch_overhead < 0) throw Error("slate sampler: batch_overhead must be >= 0");
   for (size_t g = 0; g < num_configs_.size(); ++g)
     if (num_configs_[g] < 1)
       throw Error("slate sampler: train graph " + std::to_string(g) + " has no configs");
@@ -110,6 +111,37 @@ std::vector<int64_t> SlateSampler::slate_at(int64_t epoch, int64_t position, int
                                     key);
 }
 
+std::vector<std::vector<size_t>> batches_by_width(const std::vector<int64_t>& width,
+                                                  const std::vector<int64_t>& cost, int64_t overhead,
+                                                  int64_t* total) {
+  if (width.size() != cost.size()) throw Error("batches_by_width: widths and costs differ in number");
+  const size_t n = width.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return width[a] < width[b]; });
+  // best[j]: least cost of the first j graphs in width order; cut[j]: where its last run starts.
+  std::vector<int64_t> prefix(n + 1, 0), best(n + 1, 0);
+  std::vector<size_t> cut(n + 1, 0);
+  for (size_t j = 0; j < n; ++j) prefix[j + 1] = prefix[j] + cost[order[j]];
+  for (size_t j = 1; j <= n; ++j) {
+    best[j] = INT64_MAX;
+    for (size_t i = 0; i < j; ++i) {
+      const int64_t c = best[i] + overhead + width[order[j - 1]] * (prefix[j] - prefix[i]);
+      if (c < best[j]) best[j] = c, cut[j] = i;
+    }
+  }
+  if (total) *total = best[n];
+  std::vector<std::vector<size_t>> out;
+  for (size_t j = n; j > 0; j = cut[j]) {
+    std::vector<size_t> run(order.begin() + static_cast<std::ptrdiff_t>(cut[j]),
+                            order.begin() + static_cast<std::ptrdiff_t>(j));
+    std::sort(run.begin(), run.end());
+    out.push_back(std::move(run));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size) const {
   const int64_t G = options_.graphs_per_step;
   std::vector<int64_t> cost(static_cast<size_t>(G)), width(static_cast<size_t>(G)), order(static_cast<size_t>(G));
@@ -123,23 +155,36 @@ std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size)
     const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
     return cost[ua] * width[ua] > cost[ub] * width[ub];
   });
-  // A batch pads every graph to its widest slate (make_batch), so a rank's work is
-  // widest slate x summed cost, not the sum of each graph's cost x slate.
-  std::vector<int64_t> sum(static_cast<size_t>(group_size), 0), widest(sum);
+  // Each rank's widths and costs so far; a rank's work is the cost of its batches.
+  std::vector<std::vector<int64_t>> widths(static_cast<size_t>(group_size)), costs(widths.size());
   std::vector<int> owner(static_cast<size_t>(G));
   for (int64_t j : order) {
     const auto uj = static_cast<size_t>(j);
     size_t best = 0;
-    int64_t best_load = INT64_MAX;
-    for (size_t r = 0; r < sum.size(); ++r) {
-      const int64_t load = std::max(widest[r], width[uj]) * (sum[r] + cost[uj]);
-      if (load < best_load) best = r, best_load = load;
+    int64_t best_work = INT64_MAX;
+    for (size_t r = 0; r < widths.size(); ++r) {
+      widths[r].push_back(width[uj]);
+      costs[r].push_back(cost[uj]);
+      int64_t work = 0;
+      batches_by_width(widths[r], costs[r], options_.batch_overhead, &work);
+      widths[r].pop_back();
+      costs[r].pop_back();
+      if (work < best_work) best = r, best_work = work;
     }
     owner[uj] = static_cast<int>(best);
-    sum[best] += cost[uj];
-    widest[best] = std::max(widest[best], width[uj]);
+    widths[best].push_back(width[uj]);
+    costs[best].push_back(cost[uj]);
   }
   return owner;
+}
+
+std::vector<std::vector<size_t>> SlateSampler::batches(const std::vector<SlateDraw>& draws) const {
+  std::vector<int64_t> width, cost;
+  for (const SlateDraw& d : draws) {
+    width.push_back(static_cast<int64_t>(d.configs.size()));
+    cost.push_back(cost_[static_cast<size_t>(d.graph)]);
+  }
+  return batches_by_width(width, cost, options_.batch_overhead);
 }
 
 std::vector<SlateDraw> SlateSampler::draw(int64_t epoch, int64_t step, int rank,

@@ -30,7 +30,20 @@ struct SamplerOptions {
   int fold = 0;
   int64_t graphs_per_step = 8;  // over the whole fold group
   int64_t slate = 16;           // configs per graph (train.tile_slate / train.layout_slate)
+  // A batch's fixed cost (its forward and backward passes' overhead), in the unit of
+  // graph cost x slate slot: what splitting a rank's graphs into several batches costs.
+  int64_t batch_overhead = 0;
 };
+
+// Graphs (slate widths and costs) split into the batches that cost least in all, a batch
+// costing overhead + its widest slate (make_batch pads to it) x its graphs' summed cost.
+// Runs of the graphs in width order are enough (a batch of the narrowest graphs never
+// gains from a wider one), so a dynamic program over the runs finds the best split in
+// O(n^2). Returns the batches as ascending indices into the inputs, narrowest batch
+// first; *total (optional) receives their summed cost.
+std::vector<std::vector<size_t>> batches_by_width(const std::vector<int64_t>& width,
+                                                  const std::vector<int64_t>& cost, int64_t overhead,
+                                                  int64_t* total = nullptr);
 
 // One graph of a step and its slate.
 struct SlateDraw {
@@ -47,12 +60,12 @@ struct SlateDraw {
 // straddle two passes.
 //
 // The G graphs of a step are dealt to the P ranks of a group by their work, so that no
-// rank waits long for the slowest at the gradient all-reduce. A rank's work is its
-// widest slate times the sum of its graphs' costs (e.g. node counts; 1 each when no
-// costs are given), because a batch pads every graph to its widest slate. Graphs go
-// largest first (cost x slate size; ties: the lower position), each to the rank whose
-// work would then be least (ties: the lower rank). Every rank can compute every rank's
-// share, and the union over the ranks is the single-rank step.
+// rank waits long for the slowest at the gradient all-reduce. A rank trains its share in
+// the batches of batches_by_width (see batches()), and its work is their total cost, with
+// a graph's cost e.g. its node count (1 each when no costs are given). Graphs go largest
+// first (cost x slate size; ties: the lower position), each to the rank whose work would
+// then be least (ties: the lower rank). Every rank can compute every rank's share, and
+// the union over the ranks is the single-rank step.
 //
 // Ranks get different numbers of graphs (none when P > G): weight a rank's mean loss over
 // its n graphs by n * P / G before the averaging all-reduce so that the step's gradient is
@@ -71,6 +84,9 @@ class SlateSampler {
 
   // This rank's graphs of a step, in stream order, each with its slate.
   std::vector<SlateDraw> draw(int64_t epoch, int64_t step, int rank, int group_size) const;
+  // Draws of one rank split into batches (indices into draws): batches_by_width with the
+  // slates' sizes, the graphs' costs and options().batch_overhead.
+  std::vector<std::vector<size_t>> batches(const std::vector<SlateDraw>& draws) const;
   // Graph at a stream position of an epoch.
   int64_t graph_at(int64_t epoch, int64_t position) const;
   // Slate of the graph at a stream position: depends on the position too, so a graph seen

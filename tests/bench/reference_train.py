@@ -7,7 +7,8 @@ PyG), fed from the same HDF5 shards (common/shard.h) with the manifest's feature
 It reproduces tpuperf's run of one fold on one rank: the same train graphs in manifest
 order, the same slates (the splitmix64 sampler re-implemented), the same initial weights
 (torch.manual_seed with tpuperf's mix_seed, modules built in the same order), the same
-batch layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient clipping.
+batches (a step's graphs split by slate width: sampler.cpp batches_by_width) and batch
+layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient clipping.
 Dropout is plain nn.Dropout, whose masks differ from tpuperf's (a splitmix64 hash of seed
 and element, trainer/fused_ops.h). So with --dropout 0 (and tpuperf's model dropout 0) its
 per-epoch losses should equal the ones tpuperf logs, and its final weights the fold's
@@ -153,6 +154,38 @@ class SlateSampler:
             key = mix(self.step_key(epoch, SLATE_TAG), pos)
             out.append((g, sample_without_replacement(self.num_configs[g], self.slate, key)))
         return out
+
+
+def batches_by_width(width, cost, overhead):
+    """sampler.cpp batches_by_width: the cheapest split into batches (overhead + widest slate
+    x summed cost each), as runs of the graphs in width order; ascending indices per batch."""
+    order = sorted(range(len(width)), key=lambda i: width[i])
+    prefix = [0]
+    for i in order:
+        prefix.append(prefix[-1] + cost[i])
+    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
+    for j in range(1, len(order) + 1):
+        best[j] = None
+        for i in range(j):
+            c = best[i] + overhead + width[order[j - 1]] * (prefix[j] - prefix[i])
+            if best[j] is None or c < best[j]:
+                best[j], cut[j] = c, i
+    out, j = [], len(order)
+    while j > 0:
+        out.append(sorted(order[cut[j]:j]))
+        j = cut[j]
+    return out[::-1]
+
+
+# fold_training.cpp: a graph's cost is its nodes + 10; a batch's overhead 1000 of that unit.
+CONFIG_WORK_IN_NODES, BATCH_OVERHEAD = 10, 1000
+
+
+def step_batches(graphs, draw):
+    """A step's draws split into tpuperf's batches: lists of (graph, configs)."""
+    width = [len(c) for _, c in draw]
+    cost = [graphs[g].num_nodes + CONFIG_WORK_IN_NODES for g, _ in draw]
+    return [[draw[i] for i in part] for part in batches_by_width(width, cost, BATCH_OVERHEAD)]
 
 
 # ------------------------------------------------------------------ data (common/shard.h)
@@ -429,8 +462,9 @@ def profile_steps(model, opt, params, tile, graphs, draws, grad_clip, top=8):
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for d in draws:
             opt.zero_grad()
-            b = make_batch(tile, [graphs[g] for g, _ in d], [c for _, c in d])
-            listmle_loss(model(b), b["target"], b["mask"]).backward()
+            for part in step_batches(graphs, d):
+                b = make_batch(tile, [graphs[g] for g, _ in part], [c for _, c in part])
+                (listmle_loss(model(b), b["target"], b["mask"]) * (len(part) / len(d))).backward()
             if grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(params, grad_clip)
             opt.step()
@@ -496,14 +530,15 @@ def main():
                 group["lr"] = learning_rate(a, step_no, total)
             opt.zero_grad()
             d = draws[step]
-            t_batch = time.perf_counter()
-            b = make_batch(tile, [graphs[g] for g, _ in d], [c for _, c in d])
-            batch_s += time.perf_counter() - t_batch
-            loss = listmle_loss(model(b), b["target"], b["mask"])
-            (loss * 1.0).backward()  # weight n * P / G = 1 on one rank
+            for part in step_batches(graphs, d):
+                t_batch = time.perf_counter()
+                b = make_batch(tile, [graphs[g] for g, _ in part], [c for _, c in part])
+                batch_s += time.perf_counter() - t_batch
+                loss = listmle_loss(model(b), b["target"], b["mask"])
+                (loss * (len(part) / len(d))).backward()  # weight n * P / G on one rank
+                loss_sum += loss.item() * len(part)
             torch.nn.utils.clip_grad_norm_(params, a.grad_clip) if a.grad_clip > 0 else None
             opt.step()
-            loss_sum += loss.item() * len(d)
             graphs_n += len(d)
             configs += sum(len(c) for _, c in d)
             step_no += 1

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <random>
@@ -554,65 +555,140 @@ TEST(Sampler, RanksDrawDisjointSharesOfTheGroupStep) {
     }
 }
 
-// A rank's work as make_batch pads it: widest slate x summed cost.
-int64_t padded_work(const std::vector<SlateDraw>& draws, const std::vector<int64_t>& cost) {
-  int64_t widest = 0, sum = 0;
-  for (const auto& d : draws) {
-    widest = std::max(widest, static_cast<int64_t>(d.configs.size()));
-    sum += cost[static_cast<size_t>(d.graph)];
-  }
-  return widest * sum;
+// Least total cost of graphs (width, cost) over every split into batches, by brute force
+// (each batch: overhead + widest x summed cost): the independent check of batches_by_width.
+int64_t cheapest_split(const std::vector<std::pair<int64_t, int64_t>>& graphs, int64_t overhead) {
+  int64_t best = INT64_MAX;
+  std::vector<int> batch_of(graphs.size(), 0);
+  // Restricted growth strings enumerate every set partition once.
+  std::function<void(size_t, int)> visit = [&](size_t i, int used) {
+    if (i == graphs.size()) {
+      std::vector<int64_t> widest(static_cast<size_t>(used), 0), sum(static_cast<size_t>(used), 0);
+      for (size_t k = 0; k < graphs.size(); ++k) {
+        auto b = static_cast<size_t>(batch_of[k]);
+        widest[b] = std::max(widest[b], graphs[k].first);
+        sum[b] += graphs[k].second;
+      }
+      int64_t total = 0;
+      for (size_t b = 0; b < widest.size(); ++b) total += overhead + widest[b] * sum[b];
+      best = std::min(best, total);
+      return;
+    }
+    for (int b = 0; b <= used; ++b) {
+      batch_of[i] = b;
+      visit(i + 1, std::max(used, b + 1));
+    }
+  };
+  if (graphs.empty()) return 0;
+  visit(0, 0);
+  return best;
 }
 
-TEST(Sampler, DealsGraphsByPaddedWork) {
+// A rank's work: its draws' cheapest split into batches.
+int64_t batched_work(const std::vector<SlateDraw>& draws, const std::vector<int64_t>& cost, int64_t overhead) {
+  std::vector<std::pair<int64_t, int64_t>> graphs;
+  for (const auto& d : draws) graphs.emplace_back(d.configs.size(), cost[static_cast<size_t>(d.graph)]);
+  return cheapest_split(graphs, overhead);
+}
+
+TEST(Sampler, BatchesByWidthFindTheCheapestSplit) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t n = 1 + rng() % 6;
+    const int64_t overhead = static_cast<int64_t>(rng() % 4) * 40;
+    std::vector<int64_t> width(n), cost(n);
+    std::vector<std::pair<int64_t, int64_t>> graphs;
+    for (size_t i = 0; i < n; ++i) {
+      width[i] = 1 + static_cast<int64_t>(rng() % 8);
+      cost[i] = 1 + static_cast<int64_t>(rng() % 30);
+      graphs.emplace_back(width[i], cost[i]);
+    }
+    int64_t total = -1;
+    const auto batches = batches_by_width(width, cost, overhead, &total);
+    EXPECT_EQ(total, cheapest_split(graphs, overhead)) << "trial " << trial;
+    // The batches partition the graphs, each ascending, and cost what the total says.
+    std::vector<int> seen(n, 0);
+    int64_t sum = 0;
+    for (const auto& b : batches) {
+      ASSERT_FALSE(b.empty());
+      EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
+      int64_t widest = 0, c = 0;
+      for (size_t i : b) ++seen[i], widest = std::max(widest, width[i]), c += cost[i];
+      sum += overhead + widest * c;
+    }
+    EXPECT_EQ(sum, total);
+    for (int v : seen) EXPECT_EQ(v, 1);
+  }
+  // No overhead: each width its own batch; a large one: a single batch.
+  EXPECT_EQ(batches_by_width({8, 2, 8, 2}, {5, 5, 5, 5}, 0).size(), 2u);
+  EXPECT_EQ(batches_by_width({8, 2, 8, 2}, {5, 5, 5, 5}, 1000).size(), 1u);
+  EXPECT_TRUE(batches_by_width({}, {}, 7).empty());
+  EXPECT_THROW(batches_by_width({1}, {}, 0), Error);
+}
+
+TEST(Sampler, DealsGraphsByBatchedWork) {
   const auto counts = config_counts();  // every 5th graph has 3 configs, the rest >= 8
   std::vector<int64_t> cost(counts.size());
   for (size_t g = 0; g < cost.size(); ++g) cost[g] = 1 + static_cast<int64_t>((g * 37) % 200);
-  SlateSampler s(counts, options(), cost);
-  for (int64_t epoch = 0; epoch < 4; ++epoch)
-    for (int64_t step = 0; step < 3; ++step) {
-      const auto all = s.draw(epoch, step, 0, 1);
-      // Independent check: every split of the 6 graphs into 2 ranks, by brute force.
-      int64_t total = 0, largest = 0, widest = 0, best = INT64_MAX;
-      for (const auto& d : all) {
-        total += cost[static_cast<size_t>(d.graph)];
-        largest = std::max(largest, cost[static_cast<size_t>(d.graph)]);
-        widest = std::max(widest, static_cast<int64_t>(d.configs.size()));
+  for (int64_t overhead : {0, 300}) {
+    SamplerOptions o = options();
+    o.batch_overhead = overhead;
+    SlateSampler s(counts, o, cost);
+    for (int64_t epoch = 0; epoch < 4; ++epoch)
+      for (int64_t step = 0; step < 3; ++step) {
+        const auto all = s.draw(epoch, step, 0, 1);
+        int64_t alone = 0, largest = 0;
+        for (const auto& d : all) {
+          const int64_t w = cost[static_cast<size_t>(d.graph)] * static_cast<int64_t>(d.configs.size());
+          alone += overhead + w;
+          largest = std::max(largest, w);
+        }
+        const auto r0 = s.draw(epoch, step, 0, 2), r1 = s.draw(epoch, step, 1, 2);
+        const int64_t worst = std::max(batched_work(r0, cost, overhead), batched_work(r1, cost, overhead));
+        EXPECT_EQ(r0.size() + r1.size(), all.size());
+        // Greedy bound: the last graph put on the busiest rank went where the work after it
+        // was least, at most the least loaded rank's (<= half of every graph alone) plus
+        // that graph alone.
+        EXPECT_LE(worst, alone / 2 + overhead + largest) << "epoch " << epoch << " step " << step;
+        for (const auto* r : {&r0, &r1})
+          for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].position, (*r)[i].position);
+        // A rank's batches are the cheapest split of its draws.
+        for (const auto* r : {&r0, &r1}) {
+          int64_t sum = 0;
+          for (const auto& b : s.batches(*r)) {
+            int64_t widest = 0, c = 0;
+            for (size_t i : b) {
+              widest = std::max(widest, static_cast<int64_t>((*r)[i].configs.size()));
+              c += cost[static_cast<size_t>((*r)[i].graph)];
+            }
+            sum += overhead + widest * c;
+          }
+          EXPECT_EQ(sum, batched_work(*r, cost, overhead));
+        }
       }
-      for (int mask = 0; mask < (1 << all.size()); ++mask) {
-        std::vector<SlateDraw> a, b;
-        for (size_t i = 0; i < all.size(); ++i) (mask >> i & 1 ? a : b).push_back(all[i]);
-        best = std::min(best, std::max(padded_work(a, cost), padded_work(b, cost)));
-      }
-      const auto r0 = s.draw(epoch, step, 0, 2), r1 = s.draw(epoch, step, 1, 2);
-      const int64_t worst = std::max(padded_work(r0, cost), padded_work(r1, cost));
-      EXPECT_EQ(r0.size() + r1.size(), all.size());
-      // Greedy bound: the last graph put on the busiest rank went where the work after it
-      // was least, so at most widest x (total / 2 + largest).
-      EXPECT_LE(worst, widest * (total / 2 + largest)) << "epoch " << epoch << " step " << step;
-      EXPECT_GE(worst, best);
-      for (const auto* r : {&r0, &r1})
-        for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].position, (*r)[i].position);
-    }
+  }
   EXPECT_THROW(SlateSampler(counts, options(), {1, 2}), Error);
   EXPECT_THROW(SlateSampler({3, 4}, options(), {1, 0}), Error);
 }
 
 TEST(Sampler, DealCountsThePaddingOfNarrowSlates) {
-  // (cost, slate width): g0 (10, 8), g1 (10, 1), g2 (10, 2), g3 (30, 2). Dealt by
-  // cost x width alone (80, 10, 20, 60), g0 and g1 would share a rank and g1 would be padded
-  // to width 8: 8 x 20 = 160 against 2 x 40 = 80. Counting the padding, g0 stays alone
-  // (8 x 10 = 80) and the narrow graphs go together (2 x 50 = 100), the best split.
+  // (cost, slate width): g0 (10, 8), g1 (10, 1), g2 (10, 2), g3 (30, 2); a batch's
+  // overhead of 1000 keeps every rank at one batch. Dealt by cost x width alone (80, 10, 20,
+  // 60), g0 and g1 would share a rank and g1 would be padded to width 8: 8 x 20 = 160
+  // against 2 x 40 = 80. Counting the padding, g0 stays alone (8 x 10 = 80) and the narrow
+  // graphs go together (2 x 50 = 100), the best split.
   SamplerOptions o = options();
   o.graphs_per_step = 4;
+  o.batch_overhead = 1000;
   const std::vector<int64_t> cost = {10, 10, 10, 30};
   SlateSampler s({50, 1, 2, 2}, o, cost);
   for (int64_t step = 0; step < 3; ++step) {  // every step deals the same four graphs
     const auto r0 = s.draw(0, step, 0, 2), r1 = s.draw(0, step, 1, 2);
     ASSERT_EQ(r0.size(), 1u) << step;
     EXPECT_EQ(r0[0].graph, 0) << step;
-    EXPECT_EQ(padded_work(r0, cost), 80) << step;
-    EXPECT_EQ(padded_work(r1, cost), 100) << step;
+    EXPECT_EQ(batched_work(r0, cost, 1000), 1080) << step;
+    EXPECT_EQ(batched_work(r1, cost, 1000), 1100) << step;
+    EXPECT_EQ(s.batches(r1).size(), 1u);
   }
 }
 
@@ -637,6 +713,9 @@ TEST(Sampler, RejectsBadInput) {
   EXPECT_THROW(SlateSampler({3, 0, 2}, options()), Error);
   SamplerOptions o = options();
   o.graphs_per_step = 0;
+  EXPECT_THROW(SlateSampler({3}, o), Error);
+  o = options();
+  o.batch_overhead = -1;
   EXPECT_THROW(SlateSampler({3}, o), Error);
 }
 

@@ -238,6 +238,48 @@ TEST_F(Models, SplitSageBlockRejectsEdgesBetweenGraphs) {
                c10::Error);
 }
 
+// The trainer runs a step's graphs in batches of similar slate width and adds up the
+// gradients of loss x batch graphs / step graphs: padding and the other graphs of a batch
+// must not change a graph's loss, so the sum equals the gradient of one batch of them all.
+template <typename Model>
+void check_batches_add_up(Kind kind) {
+  std::mt19937_64 rng(11);
+  std::vector<ProcessedGraph> graphs;
+  for (int64_t n : {7, 4, 9, 5}) graphs.push_back(random_graph(kind, rng, n, 6));
+  const std::vector<std::vector<int64_t>> slates = {{0, 1, 2, 3, 4, 5}, {2, 0}, {5, 1, 3, 4}, {1, 3}};
+  Model model(kFeat, small_options());
+  for (const char* loss : {"hinge", "listmle"}) {
+    LossOptions opts;
+    opts.name = loss;
+    const auto gradient = [&](const std::vector<std::vector<size_t>>& parts) {
+      model->zero_grad();
+      for (const auto& part : parts) {
+        std::vector<const ProcessedGraph*> g;
+        std::vector<std::vector<int64_t>> c;
+        for (size_t i : part) g.push_back(&graphs[i]), c.push_back(slates[i]);
+        const Batch batch = make_batch(kind, g, c);
+        const auto l = ranking_loss(opts, model->forward(batch), batch.target, batch.config_mask);
+        (l * (static_cast<double>(part.size()) / graphs.size())).backward();
+      }
+      std::vector<torch::Tensor> grads;
+      for (const auto& p : model->parameters())
+        if (p.grad().defined()) grads.push_back(p.grad().clone());
+      return grads;
+    };
+    const auto whole = gradient({{0, 1, 2, 3}}), parts = gradient({{1, 3}, {2}, {0}});
+    ASSERT_EQ(whole.size(), parts.size());
+    double largest = 0;
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(whole[i], parts[i], 1e-4, 1e-6)) << loss << " parameter " << i;
+      largest = std::max(largest, whole[i].abs().max().template item<double>());
+    }
+    EXPECT_GT(largest, 1e-4) << loss;  // the check compares real gradients
+  }
+}
+
+TEST_F(Models, TileBatchesOfAStepAddUpToOneBatch) { check_batches_add_up<TileModel>(Kind::Tile); }
+TEST_F(Models, LayoutBatchesOfAStepAddUpToOneBatch) { check_batches_add_up<LayoutModel>(Kind::Layout); }
+
 // Fraction of real pairs with distinct targets that the scores order correctly.
 double pairwise_accuracy(const torch::Tensor& scores, const Batch& batch) {
   auto s = scores.to(torch::kFloat64);
