@@ -8,7 +8,7 @@
 #               random and default-first baselines;
 #   throughput  tpuperf-train (1 rank, train.threads_per_rank=1) against the PyTorch-Python
 #               reference (reference_train.py, torch.set_num_threads(1)) on the same graphs,
-#               slates and model (folds=1 processed dir, so one model per collection):
+#               slates, batches and model (folds=1 processed dir, so one model per collection):
 #               configs/s of the training steps with the configured dropout (tpuperf's
 #               counter-based masks, the reference's nn.Dropout); a short check run of both
 #               with model dropout 0 compares per-epoch losses and final weights;
@@ -27,7 +27,9 @@
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   RESULTS (default <repo>/tests/bench/RESULTS.md); TP_COLLECTIONS (default
 #   "tile:xla layout:xla:random layout:nlp:random"): collections of the throughput and
-#   scaling parts; TP_EPOCHS (default 3): epochs of those runs; TP_CHECK_EPOCHS (default 2):
+#   scaling parts; TP_EPOCHS (default 3): epochs of the throughput runs; SC_EPOCHS (default
+#   8): epochs of the scaling runs (a 3-epoch tile run is 2 s, mostly its first epoch's
+#   warm-up); TP_CHECK_EPOCHS (default 2):
 #   epochs of the dropout-0 check run; TPUPERF_BENCH_RAW
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
 #   BENCH_COLLECTIONS (default: all five), BENCH_EPOCHS (8),
@@ -48,7 +50,7 @@ while [ $# -gt 0 ]; do
     --bench-tree) DO_BENCH=1 ;;
     --rounds) ROUNDS=$2; shift ;;
     --no-results) WRITE=0 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)"; exit 2 ;;
     *) BIN=$1 ;;
   esac
@@ -63,6 +65,7 @@ RES=$CACHE/train-results
 RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
 TP_COLLECTIONS=${TP_COLLECTIONS:-tile:xla layout:xla:random layout:nlp:random}
 TP_EPOCHS=${TP_EPOCHS:-3}
+SC_EPOCHS=${SC_EPOCHS:-8}
 TP_CHECK_EPOCHS=${TP_CHECK_EPOCHS:-2}
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -243,9 +246,9 @@ PY
   tail -1 "$WORK/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); d=r['max_abs_param_diff']; print(f\"  reference {r['collection']}: {r['cps']:.1f} configs/s, load {r['load'][0]}\" + ('' if d is None else f', max |param diff| {d:.2g}'))"
 }
 
-# collect PART: the runs of this invocation into $RES/PART.json.
+# collect PART EPOCHS: the runs of this invocation into $RES/PART.json.
 collect() {
-  $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$TP_EPOCHS" "$ROUNDS" "$QUALITY_SETTINGS" "$TP_CHECK_EPOCHS" <<'PY'
+  $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$2" "$ROUNDS" "$QUALITY_SETTINGS" "$TP_CHECK_EPOCHS" <<'PY'
 import json, sys
 runs_path, out, when, epochs, rounds, settings, check_epochs = sys.argv[1:]
 runs = [json.loads(l) for l in open(runs_path)]
@@ -275,7 +278,7 @@ if [ "$DO_THROUGHPUT" = 1 ]; then
       ref_run "$tag" "$coll"
     done
   done
-  collect throughput
+  collect throughput "$TP_EPOCHS"
 fi
 
 # ------------------------------------------------------------------------------ scaling
@@ -285,11 +288,11 @@ if [ "$DO_SCALING" = 1 ]; then
   for coll in $TP_COLLECTIONS; do
     for r in $(seq 1 "$ROUNDS"); do
       tag="sc-$(echo "$coll" | tr : _)-r$r"
-      tp_run "$tag-np1" 1 "$coll"
-      tp_run "$tag-np2" 2 "$coll"
+      tp_run "$tag-np1" 1 "$coll" "$SC_EPOCHS"
+      tp_run "$tag-np2" 2 "$coll" "$SC_EPOCHS"
     done
   done
-  collect scaling
+  collect scaling "$SC_EPOCHS"
 fi
 
 # -------------------------------------------------------------------- bench tree (opt.)
@@ -470,8 +473,9 @@ if tp:
         if r:
             ops = ", ".join(f"{p['op'].replace('aten::', '')} {100 * p['share']:.0f}%" for p in r[0]["profile"])
             lines.append(f"- {c}: {ops}; batch building {100 * r[0]['batch_share']:.1f}%")
-    lines += ["", "The reference builds the same modules in the same order from the same seeds and draws "
-              "the same slates (tpuperf's sampler re-implemented). Dropout masks cannot match: tpuperf "
+    lines += ["", "The reference builds the same modules in the same order from the same seeds, draws "
+              "the same slates and splits each step's graphs into the same batches by slate width "
+              "(tpuperf's sampler re-implemented). Dropout masks cannot match: tpuperf "
               "draws them by hashing (seed, element index) with splitmix64 (trainer/fused_ops.h), the "
               "reference uses plain nn.Dropout (torch's bernoulli_). So the same-work check is a "
               "separate run of both sides with model dropout 0 (all else equal, "
