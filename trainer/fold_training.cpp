@@ -107,8 +107,9 @@ std::array<double, 4> train_step(const TrainSettings& s, Ranker& ranker, const G
   const std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
   opt.zero_grad();
   std::array<double, 4> stats{0, 0, 0, 0};
-  // One forward and backward per batch of graphs of similar slate width: a batch pads
-  // every graph to its widest slate. The gradients add up over the batches.
+  // One forward and backward per batch of graphs of similar slate width (a batch pads
+  // every graph to its widest slate); the gradients add up to those of the rank's loss.
+  std::vector<Batch> batches;
   for (const std::vector<size_t>& part : sampler.batches(draws)) {
     std::vector<GraphSlate> slates;
     std::vector<const ProcessedGraph*> graphs;
@@ -119,16 +120,13 @@ std::array<double, 4> train_step(const TrainSettings& s, Ranker& ranker, const G
       configs.push_back(slates.back().batch_configs);
       stats[2] += static_cast<double>(draws[i].configs.size());
     }
-    Batch batch = make_batch(train.kind(), graphs, configs);
-    torch::Tensor loss = ranking_loss(s.loss, ranker.forward(batch), batch.target, batch.config_mask);
-    const double n = static_cast<double>(part.size());
-    // ranking_loss is a mean over the batch's graphs; the all-reduce averages over ranks.
-    // Weighting by n * P / G makes the step's gradient the mean over all G graphs.
-    const double weight = n * size / static_cast<double>(s.graphs_per_step);
-    (loss * weight).backward();
-    stats[0] += loss.item<double>() * n;
-    stats[1] += n;
+    batches.push_back(make_batch(train.kind(), graphs, configs));
   }
+  // The rank's loss is a mean over its n graphs; the all-reduce averages over ranks.
+  // Weighting by n * P / G makes the step's gradient the mean over all G graphs.
+  const double n = static_cast<double>(draws.size());
+  stats[0] = backward_joint_loss(s.loss, batches, ranker.forward, n * size / static_cast<double>(s.graphs_per_step)) * n;
+  stats[1] = n;
   const auto sync_start = std::chrono::steady_clock::now();
   allreduce_gradients(*ranker.module, group);
   stats[3] = std::chrono::duration<double>(std::chrono::steady_clock::now() - sync_start).count();
@@ -257,16 +255,19 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   so.fold = fold;
   so.graphs_per_step = s.graphs_per_step;
   so.slate = s.slate(train.kind());
-  // The sampler deals each step's graphs to the group's ranks by their work: slate size x
-  // (nodes + kConfigWorkInNodes). The constant is each config's own work (its projection,
-  // readout, loss terms; the tile model's first block, which runs per (graph, config)),
-  // about that of 10 nodes: a tile step on 4 graphs of n nodes and 64 configs each took
-  // 0.1 (n + 10) ms per graph for n = 5..100 (1 thread).
+  // A graph's cost per slate slot is nodes + kConfigWorkInNodes; the sampler splits a
+  // rank's graphs into batches and deals a step's graphs to the group's ranks by that cost
+  // (sampler.h). The constant is each config's own work (its projection, readout, loss
+  // terms; the tile model's first block, which runs per (graph, config)), about that of 10
+  // nodes: a tile step on 4 graphs of n nodes and 64 configs each took 0.1 (n + 10) ms per
+  // graph for n = 5..100 (1 thread).
   constexpr int64_t kConfigWorkInNodes = 10;
   std::vector<int64_t> work;
   for (int64_t i = 0; i < train.size(); ++i) work.push_back(train.entry(i).num_nodes + kConfigWorkInNodes);
-  // A batch's own forward and backward cost, measured like the constant above: a tile
-  // step of one batch took 1.8 + 0.0016 x (slate x summed (nodes + 10)) ms.
+  // A batch's own cost (its forward and backward passes' fixed part) in that unit, fitted
+  // on traced tile steps of one batch: 1.8 + 0.0016 x slate x summed (nodes + 10) ms, i.e.
+  // about 1100 units, rounded down. Measured on tile only; layout slates are rarely
+  // narrower than train.layout_slate, so layout steps stay one batch.
   constexpr int64_t kBatchOverhead = 1000;
   so.batch_overhead = kBatchOverhead;
   SlateSampler sampler(train.num_configs(), so, work);

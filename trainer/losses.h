@@ -6,7 +6,11 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
+#include <vector>
+
+#include "trainer/batch.h"
 
 namespace tpuperf {
 
@@ -31,6 +35,17 @@ torch::Tensor listmle_loss(const torch::Tensor& scores, const torch::Tensor& tar
 // The loss named in opts; throws Error on an unknown name.
 torch::Tensor ranking_loss(const LossOptions& opts, const torch::Tensor& scores,
                            const torch::Tensor& target, const torch::Tensor& mask);
+// How many graphs of a batch the loss named in opts averages over: every graph for
+// ListMLE, those with at least one pair for hinge. Splitting graphs into batches and
+// weighting each batch's loss by its count / the summed count gives their joint loss.
+int64_t ranking_loss_graphs(const LossOptions& opts, const torch::Tensor& target,
+                            const torch::Tensor& mask);
+// The joint loss of graphs split into batches, i.e. the loss one batch of them all would
+// have, times `scale`, backpropagated batch by batch (only one batch's activations are
+// alive at a time): each batch's loss weighted by its ranking_loss_graphs share. Returns
+// the joint loss (unscaled); 0 when no graph counts.
+double backward_joint_loss(const LossOptions& opts, const std::vector<Batch>& batches,
+                           const std::function<torch::Tensor(const Batch&)>& forward, double scale);
 // Throws Error unless name is a known loss (for config validation before training).
 void check_loss_name(const std::string& name);
 

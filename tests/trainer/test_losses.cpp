@@ -45,6 +45,19 @@ TEST_F(Losses, HingeSkipsTiesPaddingAndPairlessGraphs) {
   EXPECT_EQ(none.item<double>(), 0.0);
 }
 
+TEST_F(Losses, CountsTheGraphsEachLossAveragesOver) {
+  // Graph 0: only a tied pair among real slots; graph 1: distinct targets; graph 2: one
+  // real slot. Hinge averages over graph 1 alone, ListMLE over all three.
+  const auto target = t2({5, 5, 7, 3, 1, 2, 4, 0, 0}, 3, 3);
+  const auto mask = mask2({1, 1, 0, 1, 1, 1, 1, 0, 0}, 3, 3);
+  LossOptions hinge;
+  hinge.name = "hinge";
+  EXPECT_EQ(ranking_loss_graphs(hinge, target, mask), 1);
+  EXPECT_EQ(ranking_loss_graphs(LossOptions{}, target, mask), 3);
+  hinge.name = "nope";
+  EXPECT_THROW(ranking_loss_graphs(hinge, target, mask), Error);
+}
+
 TEST_F(Losses, ListMLEHandComputed) {
   // Targets (2, 1, 3): true order is slots 1, 0, 2. Utilities u = -s with s = (0.5, 0, 1):
   // u in true order: (0, -0.5, -1).
