@@ -115,26 +115,36 @@ std::vector<std::vector<size_t>> batches_by_width(const std::vector<int64_t>& wi
                                                   const std::vector<int64_t>& cost, int64_t overhead,
                                                   int64_t* total) {
   if (width.size() != cost.size()) throw Error("batches_by_width: widths and costs differ in number");
-  const size_t n = width.size();
-  std::vector<size_t> order(n);
+  std::vector<size_t> order(width.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return width[a] < width[b]; });
-  // best[j]: least cost of the first j graphs in width order; cut[j]: where its last run starts.
-  std::vector<int64_t> prefix(n + 1, 0), best(n + 1, 0);
-  std::vector<size_t> cut(n + 1, 0);
-  for (size_t j = 0; j < n; ++j) prefix[j + 1] = prefix[j] + cost[order[j]];
-  for (size_t j = 1; j <= n; ++j) {
+  // Graphs of one width always share a batch (splitting them saves nothing), so the
+  // dynamic program runs over the distinct widths: start[k] is where width k begins in
+  // order, summed[k + 1] the cost of all graphs up to it.
+  std::vector<size_t> start;
+  std::vector<int64_t> summed = {0};
+  for (size_t j = 0; j < order.size(); ++j) {
+    if (j == 0 || width[order[j]] != width[order[j - 1]]) start.push_back(j), summed.push_back(summed.back());
+    summed.back() += cost[order[j]];
+  }
+  const size_t k = start.size();
+  start.push_back(order.size());
+  // best[j]: least cost of the first j widths; cut[j]: the first width of its last batch.
+  std::vector<int64_t> best(k + 1, 0);
+  std::vector<size_t> cut(k + 1, 0);
+  for (size_t j = 1; j <= k; ++j) {
     best[j] = INT64_MAX;
+    const int64_t widest = width[order[start[j - 1]]];
     for (size_t i = 0; i < j; ++i) {
-      const int64_t c = best[i] + overhead + width[order[j - 1]] * (prefix[j] - prefix[i]);
+      const int64_t c = best[i] + overhead + widest * (summed[j] - summed[i]);
       if (c < best[j]) best[j] = c, cut[j] = i;
     }
   }
-  if (total) *total = best[n];
+  if (total) *total = best[k];
   std::vector<std::vector<size_t>> out;
-  for (size_t j = n; j > 0; j = cut[j]) {
-    std::vector<size_t> run(order.begin() + static_cast<std::ptrdiff_t>(cut[j]),
-                            order.begin() + static_cast<std::ptrdiff_t>(j));
+  for (size_t j = k; j > 0; j = cut[j]) {
+    std::vector<size_t> run(order.begin() + static_cast<std::ptrdiff_t>(start[cut[j]]),
+                            order.begin() + static_cast<std::ptrdiff_t>(start[j]));
     std::sort(run.begin(), run.end());
     out.push_back(std::move(run));
   }
@@ -144,6 +154,7 @@ std::vector<std::vector<size_t>> batches_by_width(const std::vector<int64_t>& wi
 
 std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size) const {
   const int64_t G = options_.graphs_per_step;
+  if (group_size == 1) return std::vector<int>(static_cast<size_t>(G), 0);
   std::vector<int64_t> cost(static_cast<size_t>(G)), width(static_cast<size_t>(G)), order(static_cast<size_t>(G));
   for (int64_t j = 0; j < G; ++j) {
     const auto g = static_cast<size_t>(graph_at(epoch, step * G + j));

@@ -158,21 +158,27 @@ class SlateSampler:
 
 def batches_by_width(width, cost, overhead):
     """sampler.cpp batches_by_width: the cheapest split into batches (overhead + widest slate
-    x summed cost each), as runs of the graphs in width order; ascending indices per batch."""
+    x summed cost each), as runs of the distinct widths in order; ascending indices per batch."""
     order = sorted(range(len(width)), key=lambda i: width[i])
-    prefix = [0]
-    for i in order:
-        prefix.append(prefix[-1] + cost[i])
-    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
-    for j in range(1, len(order) + 1):
+    start, summed = [], [0]
+    for j, i in enumerate(order):
+        if j == 0 or width[i] != width[order[j - 1]]:
+            start.append(j)
+            summed.append(summed[-1])
+        summed[-1] += cost[i]
+    k = len(start)
+    start.append(len(order))
+    best, cut = [0] * (k + 1), [0] * (k + 1)
+    for j in range(1, k + 1):
         best[j] = None
+        widest = width[order[start[j - 1]]]
         for i in range(j):
-            c = best[i] + overhead + width[order[j - 1]] * (prefix[j] - prefix[i])
+            c = best[i] + overhead + widest * (summed[j] - summed[i])
             if best[j] is None or c < best[j]:
                 best[j], cut[j] = c, i
-    out, j = [], len(order)
+    out, j = [], k
     while j > 0:
-        out.append(sorted(order[cut[j]:j]))
+        out.append(sorted(order[start[cut[j]]:start[j]]))
         j = cut[j]
     return out[::-1]
 

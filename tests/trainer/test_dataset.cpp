@@ -618,6 +618,10 @@ TEST(Sampler, BatchesByWidthFindTheCheapestSplit) {
     }
     EXPECT_EQ(sum, total);
     for (int v : seen) EXPECT_EQ(v, 1);
+    // Graphs of one width share a batch.
+    std::map<int64_t, size_t> batch_of_width;
+    for (size_t b = 0; b < batches.size(); ++b)
+      for (size_t i : batches[b]) EXPECT_EQ(batch_of_width.emplace(width[i], b).first->second, b);
   }
   // No overhead: each width its own batch; a large one: a single batch.
   EXPECT_EQ(batches_by_width({8, 2, 8, 2}, {5, 5, 5, 5}, 0).size(), 2u);
