@@ -111,40 +111,58 @@ std::vector<int64_t> SlateSampler::slate_at(int64_t epoch, int64_t position, int
                                     key);
 }
 
+namespace {
+
+// The dynamic program of batches_by_width, without building the batches: the deal only
+// needs the total, once per graph and rank on every step.
+struct WidthPlan {
+  std::vector<size_t> order;  // graph indices by width, stable
+  std::vector<size_t> start;  // start[k]: where the k-th distinct width begins in order; end sentinel
+  std::vector<size_t> cut;    // cut[j]: the first width of the last batch of the first j widths
+  int64_t total = 0;
+};
+
+WidthPlan plan_by_width(const std::vector<int64_t>& width, const std::vector<int64_t>& cost, int64_t overhead) {
+  if (width.size() != cost.size()) throw Error("batches_by_width: widths and costs differ in number");
+  WidthPlan p;
+  p.order.resize(width.size());
+  std::iota(p.order.begin(), p.order.end(), size_t{0});
+  std::stable_sort(p.order.begin(), p.order.end(), [&](size_t a, size_t b) { return width[a] < width[b]; });
+  // Graphs of one width always share a batch (splitting them saves nothing), so the
+  // program runs over the distinct widths; summed[k + 1]: the cost of all graphs up to width k.
+  std::vector<int64_t> summed = {0};
+  for (size_t j = 0; j < p.order.size(); ++j) {
+    if (j == 0 || width[p.order[j]] != width[p.order[j - 1]]) p.start.push_back(j), summed.push_back(summed.back());
+    summed.back() += cost[p.order[j]];
+  }
+  const size_t k = p.start.size();
+  p.start.push_back(p.order.size());
+  // best[j]: least cost of the first j widths.
+  std::vector<int64_t> best(k + 1, 0);
+  p.cut.assign(k + 1, 0);
+  for (size_t j = 1; j <= k; ++j) {
+    best[j] = INT64_MAX;
+    const int64_t widest = width[p.order[p.start[j - 1]]];
+    for (size_t i = 0; i < j; ++i) {
+      const int64_t c = best[i] + overhead + widest * (summed[j] - summed[i]);
+      if (c < best[j]) best[j] = c, p.cut[j] = i;
+    }
+  }
+  p.total = best[k];
+  return p;
+}
+
+}  // namespace
+
 std::vector<std::vector<size_t>> batches_by_width(const std::vector<int64_t>& width,
                                                   const std::vector<int64_t>& cost, int64_t overhead,
                                                   int64_t* total) {
-  if (width.size() != cost.size()) throw Error("batches_by_width: widths and costs differ in number");
-  std::vector<size_t> order(width.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return width[a] < width[b]; });
-  // Graphs of one width always share a batch (splitting them saves nothing), so the
-  // dynamic program runs over the distinct widths: start[k] is where width k begins in
-  // order, summed[k + 1] the cost of all graphs up to it.
-  std::vector<size_t> start;
-  std::vector<int64_t> summed = {0};
-  for (size_t j = 0; j < order.size(); ++j) {
-    if (j == 0 || width[order[j]] != width[order[j - 1]]) start.push_back(j), summed.push_back(summed.back());
-    summed.back() += cost[order[j]];
-  }
-  const size_t k = start.size();
-  start.push_back(order.size());
-  // best[j]: least cost of the first j widths; cut[j]: the first width of its last batch.
-  std::vector<int64_t> best(k + 1, 0);
-  std::vector<size_t> cut(k + 1, 0);
-  for (size_t j = 1; j <= k; ++j) {
-    best[j] = INT64_MAX;
-    const int64_t widest = width[order[start[j - 1]]];
-    for (size_t i = 0; i < j; ++i) {
-      const int64_t c = best[i] + overhead + widest * (summed[j] - summed[i]);
-      if (c < best[j]) best[j] = c, cut[j] = i;
-    }
-  }
-  if (total) *total = best[k];
+  const WidthPlan p = plan_by_width(width, cost, overhead);
+  if (total) *total = p.total;
   std::vector<std::vector<size_t>> out;
-  for (size_t j = k; j > 0; j = cut[j]) {
-    std::vector<size_t> run(order.begin() + static_cast<std::ptrdiff_t>(start[cut[j]]),
-                            order.begin() + static_cast<std::ptrdiff_t>(start[j]));
+  for (size_t j = p.start.size() - 1; j > 0; j = p.cut[j]) {
+    std::vector<size_t> run(p.order.begin() + static_cast<std::ptrdiff_t>(p.start[p.cut[j]]),
+                            p.order.begin() + static_cast<std::ptrdiff_t>(p.start[j]));
     std::sort(run.begin(), run.end());
     out.push_back(std::move(run));
   }
@@ -176,8 +194,7 @@ std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size)
     for (size_t r = 0; r < widths.size(); ++r) {
       widths[r].push_back(width[uj]);
       costs[r].push_back(cost[uj]);
-      int64_t work = 0;
-      batches_by_width(widths[r], costs[r], options_.batch_overhead, &work);
+      const int64_t work = plan_by_width(widths[r], costs[r], options_.batch_overhead).total;
       widths[r].pop_back();
       costs[r].pop_back();
       if (work < best_work) best = r, best_work = work;

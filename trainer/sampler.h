@@ -40,8 +40,8 @@ struct SamplerOptions {
 // Runs of the graphs in width order are enough (moving a graph to the narrowest batch
 // that fits it never costs more), and graphs of one width can always share a batch, so a
 // dynamic program over the distinct widths finds the best split in O(n log n + k^2) for
-// k distinct widths (at most the slate size). Returns the batches as ascending indices into the inputs, narrowest batch
-// first; *total (optional) receives their summed cost.
+// k distinct widths (at most the slate size). Returns the batches as ascending indices
+// into the inputs, narrowest batch first; *total (optional) receives their summed cost.
 std::vector<std::vector<size_t>> batches_by_width(const std::vector<int64_t>& width,
                                                   const std::vector<int64_t>& cost, int64_t overhead,
                                                   int64_t* total = nullptr);

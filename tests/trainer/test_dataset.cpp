@@ -555,6 +555,18 @@ TEST(Sampler, RanksDrawDisjointSharesOfTheGroupStep) {
     }
 }
 
+// What given batches (indices into width and cost) cost: overhead + widest x summed cost each.
+int64_t cost_of(const std::vector<std::vector<size_t>>& batches, const std::vector<int64_t>& width,
+                const std::vector<int64_t>& cost, int64_t overhead) {
+  int64_t sum = 0;
+  for (const auto& b : batches) {
+    int64_t widest = 0, c = 0;
+    for (size_t i : b) widest = std::max(widest, width[i]), c += cost[i];
+    sum += overhead + widest * c;
+  }
+  return sum;
+}
+
 // Least total cost of graphs (width, cost) over every split into batches, by brute force
 // (each batch: overhead + widest x summed cost): the independent check of batches_by_width.
 int64_t cheapest_split(const std::vector<std::pair<int64_t, int64_t>>& graphs, int64_t overhead) {
@@ -608,15 +620,12 @@ TEST(Sampler, BatchesByWidthFindTheCheapestSplit) {
     EXPECT_EQ(total, cheapest_split(graphs, overhead)) << "trial " << trial;
     // The batches partition the graphs, each ascending, and cost what the total says.
     std::vector<int> seen(n, 0);
-    int64_t sum = 0;
     for (const auto& b : batches) {
       ASSERT_FALSE(b.empty());
       EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
-      int64_t widest = 0, c = 0;
-      for (size_t i : b) ++seen[i], widest = std::max(widest, width[i]), c += cost[i];
-      sum += overhead + widest * c;
+      for (size_t i : b) ++seen[i];
     }
-    EXPECT_EQ(sum, total);
+    EXPECT_EQ(cost_of(batches, width, cost, overhead), total);
     for (int v : seen) EXPECT_EQ(v, 1);
     // Graphs of one width share a batch.
     std::map<int64_t, size_t> batch_of_width;
@@ -658,16 +667,10 @@ TEST(Sampler, DealsGraphsByBatchedWork) {
           for (size_t i = 1; i < r->size(); ++i) EXPECT_LT((*r)[i - 1].position, (*r)[i].position);
         // A rank's batches are the cheapest split of its draws.
         for (const auto* r : {&r0, &r1}) {
-          int64_t sum = 0;
-          for (const auto& b : s.batches(*r)) {
-            int64_t widest = 0, c = 0;
-            for (size_t i : b) {
-              widest = std::max(widest, static_cast<int64_t>((*r)[i].configs.size()));
-              c += cost[static_cast<size_t>((*r)[i].graph)];
-            }
-            sum += overhead + widest * c;
-          }
-          EXPECT_EQ(sum, batched_work(*r, cost, overhead));
+          std::vector<int64_t> width_r, cost_r;
+          for (const auto& d : *r)
+            width_r.push_back(static_cast<int64_t>(d.configs.size())), cost_r.push_back(cost[static_cast<size_t>(d.graph)]);
+          EXPECT_EQ(cost_of(s.batches(*r), width_r, cost_r, overhead), batched_work(*r, cost, overhead));
         }
       }
   }
