@@ -3,6 +3,7 @@
 #include "common/cli.h"
 #include "common/config.h"
 #include "common/mpi_env.h"
+#include "trainer/allocator.h"
 #include "trainer/run_training.h"
 
 using namespace tpuperf;
@@ -38,4 +39,7 @@ static int train(const MpiContext& ctx, int argc, char** argv) {
   return run_training(cfg, ctx, opts);
 }
 
-int main(int argc, char** argv) { return run_mpi_tool("tpuperf-train", argc, argv, train); }
+int main(int argc, char** argv) {
+  keep_freed_memory_for_reuse();
+  return run_mpi_tool("tpuperf-train", argc, argv, train);
+}
