@@ -192,6 +192,29 @@ TEST_F(FusedOps, EpilogueMatchesComposition) {
   }
 }
 
+// Float rows of 32 compute the GELU and its slope in the loop (an erf approximation):
+// values and gradients against LibTorch's exact GELU from -20 to 20, at 0 and at values
+// far out in both tails (where the Gaussian factor is cut to 0).
+TEST_F(FusedOps, EpilogueGeluHoldsOverTheWholeRange) {
+  const std::vector<int64_t> shape = {3, 17, 32};
+  auto z = torch::linspace(-20, 20, 3 * 17 * 32).view(shape).contiguous();
+  auto flat = z.view({-1});
+  const std::vector<float> tails = {0.0f, 1e-30f, -1e-30f, 13.0f, -13.0f, 60.0f, -60.0f, 1e4f, -1e4f};
+  for (size_t i = 0; i < tails.size(); ++i) flat[static_cast<int64_t>(7 * i + 3)] = tails[i];
+  for (double p : {0.0, 0.1}) {
+    const Fn fused = [p](const std::vector<torch::Tensor>& in) {
+      return gelu_dropout_add_layer_norm(in[0], in[1], in[2], in[3], 1e-5, p, 5);
+    };
+    const auto mask = mask_of(shape, p, 5, torch::kFloat32);
+    const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+      return F::layer_norm(in[1] + F::gelu(in[0]) * mask,
+                           F::LayerNormFuncOptions({32}).weight(in[2]).bias(in[3]).eps(1e-5));
+    };
+    expect_same(fused, plain, {z, torch::randn(shape), 1 + 0.3 * torch::randn({32}), 0.3 * torch::randn({32})},
+                1e-5, 1e-5);
+  }
+}
+
 TEST_F(FusedOps, EpilogueGradientsMatchFiniteDifferences) {
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   for (double p : {0.0, 0.3}) {
