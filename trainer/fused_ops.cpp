@@ -622,25 +622,36 @@ void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const floa
   small_matmul_rows<32, 96>(a, lda, r0, r1, w, out, ldo, accumulate);
 }
 
-// g^T [x | means] (H x 3H), the SAGE weight's gradient, from g (rows x H), x (rows x H) and
-// means (rows x 2H). Partial sums over a fixed split of the rows, added in order: the
-// result does not depend on the number of threads.
-Tensor sage_weight_grad(const Tensor& g, const Tensor& x, const Tensor& means) {
+// The SAGE layer's parameter gradients: g^T [x | means] (H x 3H, the weight's) and the
+// column sums of g (the bias's), from g (rows x H), x (rows x H) and means (rows x 2H).
+// Partial sums over a fixed split of the rows (at most kParamGradChunks parts: each part's
+// H x 3H partial is written and read once more), added in order: the result does not
+// depend on the number of threads.
+constexpr int64_t kParamGradChunks = 8;
+
+std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, const Tensor& means) {
   const int64_t H = g.size(-1), rows = g.numel() / H;
   const auto g2 = g.reshape({rows, H}), x2 = x.reshape({rows, H}), m2 = means.reshape({rows, 2 * H});
-  if (!has_small_kernels(g)) return torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1);
-  const int64_t per = chunk_rows(rows), chunks = (rows + per - 1) / per;
-  auto px = torch::zeros({chunks, H, H}, g.options()), pm = torch::zeros({chunks, H, 2 * H}, g.options());
+  if (!has_small_kernels(g)) return {torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1), g2.sum(0)};
+  const int64_t per = std::max(kGrain, (rows + kParamGradChunks - 1) / kParamGradChunks);
+  const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
+  auto px = torch::empty({chunks, H, H}, g.options()), pm = torch::empty({chunks, H, 2 * H}, g.options());
+  auto pb = torch::empty({chunks, H}, g.options());
   const float *gp = g2.data_ptr<float>(), *xp = x2.data_ptr<float>(), *mp = m2.data_ptr<float>();
-  float *pxp = px.data_ptr<float>(), *pmp = pm.data_ptr<float>();
+  float *pxp = px.data_ptr<float>(), *pmp = pm.data_ptr<float>(), *pbp = pb.data_ptr<float>();
   at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
-      const int64_t r0 = c * per, r1 = std::min(rows, r0 + per);
+      const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
+      std::fill(pxp + c * H * H, pxp + (c + 1) * H * H, 0.0f);
+      std::fill(pmp + c * H * 2 * H, pmp + (c + 1) * H * 2 * H, 0.0f);
       small_outer_rows<32, 32>(gp, H, xp, H, r0, r1, pxp + c * H * H);
       small_outer_rows<32, 64>(gp, H, mp, 2 * H, r0, r1, pmp + c * H * 2 * H);
+      Row32 bias{};
+      for (int64_t r = r0; r < r1; ++r) bias = bias + load_row32(gp + r * H);
+      store_row32(pbp + c * H, bias);
     }
   });
-  return torch::cat({px.sum(0), pm.sum(0)}, 1);
+  return {torch::cat({px.sum(0), pm.sum(0)}, 1), pb.sum(0)};
 }
 
 // --------------------------------------------------------------------- SAGE linear
@@ -660,7 +671,9 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
                 "sage_linear: weight, bias and states differ in type");
     TORCH_CHECK(pptr.numel() == N + 1, "sage_linear: adjacency of ", pptr.numel() - 1,
                 " nodes for states of ", N);
-    auto means = torch::zeros({S, N, 2 * H}, x.options());
+    // Each row of the means is zeroed just before its gathers add into it (in cache; a
+    // zero-filled tensor would be one more pass over memory).
+    auto means = torch::empty({S, N, 2 * H}, x.options());
     const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
     const auto bias_row = bias.reshape({1, H});
     const bool kernels = has_small_kernels(x);
@@ -677,6 +690,7 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
           for (int64_t r = b0; r < e0; ++r) {
             const int64_t s = r / N, u = r % N;
             const scalar_t* slab = xp + s * N * H;
+            std::fill(mp + r * 2 * H, mp + (r + 1) * 2 * H, scalar_t(0));
             gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
             gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
           }
@@ -696,7 +710,6 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
                 .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H));
     out = out.view({S, N, H});
     ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
-    ctx->saved_data["bias_type"] = static_cast<int64_t>(bias.scalar_type());
     return out;
   }
 
@@ -737,9 +750,9 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
         }
       });
     });
-    const auto bias_type = static_cast<torch::ScalarType>(ctx->saved_data["bias_type"].toInt());
-    return {grad_x, sage_weight_grad(g, x, means), g.sum(std::vector<int64_t>{0, 1}).to(bias_type),
-            Tensor(), Tensor(), Tensor(), Tensor()};
+    // bias has x's type (checked in forward).
+    auto [grad_weight, grad_bias] = sage_param_grads(g, x, means);
+    return {grad_x, grad_weight, grad_bias, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
