@@ -18,6 +18,7 @@
 #include "trainer/distributed.h"
 #include "trainer/eval/report.h"
 #include "trainer/eval/submission.h"
+#include "trainer/optimizer.h"
 #include "pipeline/preprocess/plan.h"
 #include "trainer/sampler.h"
 
@@ -97,13 +98,11 @@ double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
   return s.lr * (0.05 + 0.95 * 0.5 * (1 + std::cos(M_PI * std::min(1.0, t))));
 }
 
-std::vector<torch::Tensor> params_of(torch::nn::Module& m) { return m.parameters(); }
-
 // One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs,
 // seconds in the gradient all-reduce: mostly waiting for the group's slowest rank).
 std::array<double, 4> train_step(const TrainSettings& s, Ranker& ranker, const GraphSet& train,
                                  const SlateSampler& sampler, int64_t epoch, int64_t step,
-                                 int rank, int size, MPI_Comm group, torch::optim::AdamW& opt) {
+                                 int rank, int size, MPI_Comm group, FusedAdamW& opt) {
   const std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
   opt.zero_grad();
   std::array<double, 4> stats{0, 0, 0, 0};
@@ -130,8 +129,7 @@ std::array<double, 4> train_step(const TrainSettings& s, Ranker& ranker, const G
   const auto sync_start = std::chrono::steady_clock::now();
   allreduce_gradients(*ranker.module, group);
   stats[3] = std::chrono::duration<double>(std::chrono::steady_clock::now() - sync_start).count();
-  if (s.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_of(*ranker.module), s.grad_clip);
-  opt.step();
+  opt.clip_and_step(s.grad_clip);
   return stats;
 }
 
@@ -238,8 +236,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
 
   torch::manual_seed(mix_seed(s.seed, label));
   Ranker ranker = make_ranker(train.kind(), train.num_node_feat(), s.model(train.kind()));
-  torch::optim::AdamW opt(ranker.module->parameters(),
-                          torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
+  FusedAdamW opt(ranker.module->parameters(), torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
   CheckpointMeta meta;
   meta.num_node_feat = train.num_node_feat();
   if (resume && fs::exists(last)) {
