@@ -12,8 +12,8 @@ namespace tpuperf {
 
 // torch::optim::AdamW with the same options, per-parameter state (AdamWParamState: step,
 // exp_avg, exp_avg_sq) and checkpoint format, whose update of float32 parameters is one
-// fused loop (others, and amsgrad, take AdamW's own step). Same arithmetic as AdamW, up to
-// float rounding.
+// fused loop (others, and amsgrad, take AdamW's own step). The same arithmetic as AdamW in
+// the same order and rounding (optimizer.cpp), so training follows AdamW's path.
 class FusedAdamW : public torch::optim::AdamW {
  public:
   FusedAdamW(const std::vector<torch::Tensor>& params, const torch::optim::AdamWOptions& options);
