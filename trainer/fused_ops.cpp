@@ -215,8 +215,8 @@ using Int32x16 = int32_t __attribute__((vector_size(64)));
 
 inline Float16 select(const Int32x16& cond, const Float16& yes, const Float16& no) { return cond ? yes : no; }
 
-// exp(x) for x <= 0; 0 below -80 (exp(-80) ~ 1.8e-35), so that no product of it is a
-// denormal, which the CPU computes slowly.
+// exp(x) for x <= 0; 0 below -80 (exp(-80) ~ 1.8e-35) instead of values near the denormal
+// range, which the CPU computes slowly (later products may still get there, rarely).
 inline Float16 exp_nonpositive(const Float16& x_in) {
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const Int32x16 tiny = x_in < -80.0f;
@@ -230,10 +230,10 @@ inline Float16 exp_nonpositive(const Float16& x_in) {
   poly = poly * r + 1.6666665459e-1f;
   poly = poly * r + 5.0000001201e-1f;
   poly = poly * (r * r) + r + 1.0f;
-  Int32x16 n_int;
-  std::memcpy(&n_int, &shifted, sizeof n_int);
-  n_int -= 0x4B400000;  // the bits of kRound: what remains is n
-  const Int32x16 bits = (n_int + 127) << 23;
+  using UInt32x16 = uint32_t __attribute__((vector_size(64)));
+  UInt32x16 n_bits;  // unsigned: a NaN input must not make the shift overflow a signed int
+  std::memcpy(&n_bits, &shifted, sizeof n_bits);
+  const UInt32x16 bits = (n_bits - 0x4B400000u + 127u) << 23;  // kRound's bits off: n, biased
   Float16 two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
   return select(tiny, Float16{}, poly * two_n);
@@ -252,8 +252,10 @@ inline Gelu16 gelu16(const Float16& z) {
   poly = poly * t - 0.284496736f;
   poly = poly * t + 0.254829592f;
   const Float16 gauss = exp_nonpositive(-ax * ax);  // exp(-z^2 / 2)
-  const Float16 erf_abs = 1.0f - poly * t * gauss;
-  const Float16 cdf = 0.5f + 0.5f * select(x < 0.0f, -erf_abs, erf_abs);  // Phi(z)
+  // Phi(z) = (1 + erf(x)) / 2 with erf(|x|) = 1 - tail: for z < 0 it is tail / 2 itself,
+  // which keeps its relative precision far out (1 - erf would round it away).
+  const Float16 half_tail = 0.5f * (poly * t * gauss);
+  const Float16 cdf = select(x < 0.0f, half_tail, 1.0f - half_tail);
   return {z * cdf, cdf + z * gauss * 0.39894228040143268f};  // 1 / sqrt(2 pi)
 }
 
@@ -636,9 +638,10 @@ std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, con
   const int64_t per = std::max(kGrain, (rows + kParamGradChunks - 1) / kParamGradChunks);
   const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
   auto px = torch::empty({chunks, H, H}, g.options()), pm = torch::empty({chunks, H, 2 * H}, g.options());
-  auto pb = torch::empty({chunks, H}, g.options());
+  auto pb = torch::empty({chunks, H}, g.options().dtype(torch::kDouble));  // long sums: double
   const float *gp = g2.data_ptr<float>(), *xp = x2.data_ptr<float>(), *mp = m2.data_ptr<float>();
-  float *pxp = px.data_ptr<float>(), *pmp = pm.data_ptr<float>(), *pbp = pb.data_ptr<float>();
+  float *pxp = px.data_ptr<float>(), *pmp = pm.data_ptr<float>();
+  double* pbp = pb.data_ptr<double>();
   at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
@@ -646,12 +649,12 @@ std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, con
       std::fill(pmp + c * H * 2 * H, pmp + (c + 1) * H * 2 * H, 0.0f);
       small_outer_rows<32, 32>(gp, H, xp, H, r0, r1, pxp + c * H * H);
       small_outer_rows<32, 64>(gp, H, mp, 2 * H, r0, r1, pmp + c * H * 2 * H);
-      Row32 bias{};
-      for (int64_t r = r0; r < r1; ++r) bias = bias + load_row32(gp + r * H);
-      store_row32(pbp + c * H, bias);
+      Row32Double bias;
+      for (int64_t r = r0; r < r1; ++r) bias.add(load_row32(gp + r * H));
+      bias.store(pbp + c * H);
     }
   });
-  return {torch::cat({px.sum(0), pm.sum(0)}, 1), pb.sum(0)};
+  return {torch::cat({px.sum(0), pm.sum(0)}, 1), pb.sum(0).to(g.scalar_type())};
 }
 
 // --------------------------------------------------------------------- SAGE linear

@@ -9,8 +9,9 @@
 //                      register-blocked vector kernels instead of the BLAS (whose packing
 //                      costs more than the math at these widths);
 //   gelu_dropout_add_layer_norm
-//                      LayerNorm(x + dropout(gelu(z))): LibTorch's vectorized GELU, then
-//                      dropout, residual and LayerNorm in one pass (forward and backward),
+//                      LayerNorm(x + dropout(gelu(z))): GELU, dropout, residual and
+//                      LayerNorm in one pass (forward and backward; float rows of 32
+//                      compute the GELU in the pass, other shapes take LibTorch's first),
 //                      the mask drawn by hashing and kept as bytes for backward;
 //   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is
 //                      stored, backward regenerates it (used where tensors are small);
@@ -46,8 +47,9 @@ uint64_t draw_dropout_seed();
 // x * keep / (1 - p) with keep from dropout_keeps(seed, flat index); identity when p == 0.
 torch::Tensor counter_dropout(const torch::Tensor& x, double p, uint64_t seed);
 
-// LayerNorm(x + dropout(gelu(z))) over the last dimension (exact erf GELU, weight gamma,
-// bias beta, the mask of counter_dropout with this seed; p = 0 for none).
+// LayerNorm(x + dropout(gelu(z))) over the last dimension (the erf GELU: LibTorch's, or
+// for float rows of 32 an approximation of erf within 1.5e-7; weight gamma, bias beta, the
+// mask of counter_dropout with this seed; p = 0 for none).
 torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::Tensor& x,
                                           const torch::Tensor& gamma, const torch::Tensor& beta,
                                           double eps, double p, uint64_t seed);
