@@ -53,8 +53,8 @@ bool FusedAdamW::fusable() const {
     if (static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad()) return false;
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      if (p.scalar_type() != torch::kFloat || !p.is_contiguous() || !p.grad().is_contiguous() ||
-          p.grad().is_sparse())
+      if (p.grad().is_sparse() || p.scalar_type() != torch::kFloat || !p.is_contiguous() ||
+          !p.grad().is_contiguous())
         return false;
     }
   }
@@ -95,6 +95,11 @@ double FusedAdamW::clip_and_step(double max_norm) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& state = state_of(state_, p);
+      // A loaded state must fit the parameter: the loop below indexes it as p's values.
+      for (const torch::Tensor* t : {&state.exp_avg(), &state.exp_avg_sq()})
+        TORCH_CHECK(t->numel() == p.numel() && t->scalar_type() == torch::kFloat && t->is_contiguous(),
+                    "FusedAdamW: optimizer state of ", t->sizes(), " ", t->scalar_type(), " for a parameter of ",
+                    p.sizes());
       state.step(state.step() + 1);
       const double bc1 = 1 - std::pow(beta1, state.step()), bc2 = 1 - std::pow(beta2, state.step());
       const float decay = o.weight_decay() != 0 ? static_cast<float>(1 - o.lr() * o.weight_decay()) : 1.0f;

@@ -77,6 +77,47 @@ void run_against_libtorch(double max_norm, double grad_scale) {
 
 TEST(FusedAdamW, MatchesAdamW) { run_against_libtorch(0, 1.0); }
 
+// A parameter without a gradient, a second group with other options, a parameter long
+// enough for LibTorch's vector kernels (32 x 96): all as in AdamW.
+TEST(FusedAdamW, MatchesAdamWWithGroupsAndParametersWithoutGradients) {
+  auto ref = make_params();
+  ref.push_back(torch::randn({32, 96}).requires_grad_());
+  auto fused = copies(ref);
+  auto ref_idle = torch::randn({4}).requires_grad_(), fused_idle = ref_idle.detach().clone().requires_grad_();
+  const auto options = torch::optim::AdamWOptions(0.01).weight_decay(0.05);
+  const auto other = torch::optim::AdamWOptions(0.03).weight_decay(0.2).betas({0.8, 0.99}).eps(1e-6);
+  torch::optim::AdamW ref_opt({ref[0], ref[1], ref[3], ref_idle}, options);
+  FusedAdamW fused_opt({fused[0], fused[1], fused[3], fused_idle}, options);
+  ref_opt.add_param_group(torch::optim::OptimizerParamGroup({ref[2]}, std::make_unique<torch::optim::AdamWOptions>(other)));
+  fused_opt.add_param_group(torch::optim::OptimizerParamGroup({fused[2]}, std::make_unique<torch::optim::AdamWOptions>(other)));
+  for (int step = 0; step < 6; ++step) {
+    set_grads(ref, step, 1.0);
+    set_grads(fused, step, 1.0);
+    ref_opt.step();
+    fused_opt.step();
+  }
+  expect_close(fused, ref, "parameter");
+  EXPECT_TRUE(torch::equal(fused_idle, ref_idle)) << "a parameter without a gradient moved";
+  EXPECT_EQ(fused_opt.state().count(c10::guts::to_string(fused_idle.unsafeGetTensorImpl())), 0u);
+}
+
+// Double parameters take AdamW's own step and clip_grad_norm_.
+TEST(FusedAdamW, FallsBackToAdamWForDoubleParameters) {
+  torch::manual_seed(5);
+  auto ref = std::vector<torch::Tensor>{torch::randn({6, 3}, torch::kFloat64).requires_grad_()};
+  auto fused = copies(ref);
+  torch::optim::AdamW ref_opt(ref, torch::optim::AdamWOptions(0.01));
+  FusedAdamW fused_opt(fused, torch::optim::AdamWOptions(0.01));
+  for (int step = 0; step < 3; ++step) {
+    ref[0].mutable_grad() = 10 * torch::ones({6, 3}, torch::kFloat64) * (step + 1);
+    fused[0].mutable_grad() = ref[0].grad().clone();
+    const double ref_norm = torch::nn::utils::clip_grad_norm_(ref, 0.5);
+    ref_opt.step();
+    EXPECT_DOUBLE_EQ(fused_opt.clip_and_step(0.5), ref_norm);
+  }
+  EXPECT_TRUE(torch::equal(fused[0], ref[0]));
+}
+
 TEST(FusedAdamW, ClipsLikeClipGradNormWhenTheNormExceedsTheLimit) { run_against_libtorch(0.5, 10.0); }
 
 TEST(FusedAdamW, LeavesGradientsUnderTheLimitAsTheyAre) { run_against_libtorch(1000.0, 1.0); }
