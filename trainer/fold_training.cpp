@@ -254,18 +254,19 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   so.slate = s.slate(train.kind());
   // A graph's cost per slate slot is nodes + kConfigWorkInNodes; the sampler splits a
   // rank's graphs into batches and deals a step's graphs to the group's ranks by that cost
-  // (sampler.h). The constant is each config's own work (its projection, readout, loss
-  // terms; the tile model's first block, which runs per (graph, config)), about that of 10
-  // nodes: a tile step on 4 graphs of n nodes and 64 configs each took 0.1 (n + 10) ms per
-  // graph for n = 5..100 (1 thread).
-  constexpr int64_t kConfigWorkInNodes = 10;
+  // (sampler.h). Fitted on 780 traced tile steps (small tree, 4 graphs of 2..262 nodes and
+  // up to 64 configs per step, 1 thread, AMD EPYC with AVX-512): a step's forward and
+  // backward took 0.76 ms per batch + 0.0004 ms x slate x summed nodes (residual 0.4 ms,
+  // about the step-to-step jitter of the same step); a per-config term fitted to ~0, so a
+  // graph costs its node count (+1: the sampler needs costs >= 1).
+  constexpr int64_t kConfigWorkInNodes = 1;
   std::vector<int64_t> work;
   for (int64_t i = 0; i < train.size(); ++i) work.push_back(train.entry(i).num_nodes + kConfigWorkInNodes);
-  // A batch's own cost (its forward and backward passes' fixed part) in that unit, fitted
-  // on traced tile steps of one batch: 1.8 + 0.0016 x slate x summed (nodes + 10) ms, i.e.
-  // about 1100 units, rounded down. Measured on tile only; layout slates are rarely
-  // narrower than train.layout_slate, so layout steps stay one batch.
-  constexpr int64_t kBatchOverhead = 1000;
+  // A batch's own cost (its passes' fixed part) in that unit: 0.76 / 0.0004 ~ 1900. Batches
+  // of more than ~12k node slots run slower per slot (0.41 -> 0.56 us at 22k), which this
+  // linear model does not see. Measured on tile only; layout slates are rarely narrower
+  // than train.layout_slate, so layout steps stay one batch.
+  constexpr int64_t kBatchOverhead = 2000;
   so.batch_overhead = kBatchOverhead;
   SlateSampler sampler(train.num_configs(), so, work);
   int64_t spe = s.steps_per_epoch(train.kind()) > 0 ? s.steps_per_epoch(train.kind()) : sampler.steps_per_pass();

@@ -203,7 +203,46 @@ std::vector<int> SlateSampler::deal(int64_t epoch, int64_t step, int group_size)
     widths[best].push_back(width[uj]);
     costs[best].push_back(cost[uj]);
   }
+  improve_deal(width, cost, group_size, owner);
   return owner;
+}
+
+void SlateSampler::improve_deal(const std::vector<int64_t>& width, const std::vector<int64_t>& cost,
+                                int group_size, std::vector<int>& owner) const {
+  const auto work_of = [&](int r) {
+    std::vector<int64_t> w, c;
+    for (size_t j = 0; j < owner.size(); ++j)
+      if (owner[j] == r) w.push_back(width[j]), c.push_back(cost[j]);
+    return plan_by_width(w, c, options_.batch_overhead).total;
+  };
+  // owner[j] = r, then the larger work of ranks a and b; undone unless it beats `limit`.
+  const auto try_change = [&](const std::vector<std::pair<size_t, int>>& moves, int a, int b, int64_t limit) {
+    std::vector<int> before;
+    for (const auto& [j, r] : moves) before.push_back(owner[j]), owner[j] = r;
+    if (std::max(work_of(a), work_of(b)) < limit) return true;
+    for (size_t i = 0; i < moves.size(); ++i) owner[moves[i].first] = before[i];
+    return false;
+  };
+  const auto count_of = [&](int r) { return std::count(owner.begin(), owner.end(), r); };
+  // At most G changes: a few suffice in practice, and the search is the costly part of a
+  // draw (a full pass that finds no change tries every move and swap of the busiest rank).
+  for (size_t round = 0; round < owner.size(); ++round) {
+    int busiest = 0;
+    int64_t most = -1;
+    for (int r = 0; r < group_size; ++r)
+      if (const int64_t w = work_of(r); w > most) busiest = r, most = w;
+    bool improved = false;
+    for (size_t j = 0; j < owner.size() && !improved; ++j) {
+      if (owner[j] != busiest) continue;
+      for (int r = 0; r < group_size && !improved; ++r) {
+        if (r == busiest) continue;
+        if (count_of(busiest) > 1) improved = try_change({{j, r}}, busiest, r, most);
+        for (size_t k = 0; k < owner.size() && !improved; ++k)
+          if (owner[k] == r) improved = try_change({{j, r}, {k, busiest}}, busiest, r, most);
+      }
+    }
+    if (!improved) return;
+  }
 }
 
 std::vector<std::vector<size_t>> SlateSampler::batches(const std::vector<SlateDraw>& draws) const {

@@ -65,8 +65,11 @@ struct SlateDraw {
 // the batches of batches_by_width (see batches()), and its work is their total cost, with
 // a graph's cost e.g. its node count (1 each when no costs are given). Graphs go largest
 // first (cost x slate size; ties: the lower position), each to the rank whose work would
-// then be least (ties: the lower rank). Every rank can compute every rank's share, and
-// the union over the ranks is the single-rank step.
+// then be least (ties: the lower rank); then, while it lowers the busiest rank's work, one
+// of its graphs moves to another rank (never its last one) or swaps with one there (in
+// order of position and rank: the first change that helps; at most G changes). A draw with
+// this search took 0.03 ms for G = 8 and 3 ms for G = 64 (2 ranks). Every rank can compute every
+// rank's share, and the union over the ranks is the single-rank step.
 //
 // Ranks get different numbers of graphs (none when P > G): weight a rank's mean loss over
 // its n graphs by n * P / G before the averaging all-reduce so that the step's gradient is
@@ -99,6 +102,9 @@ class SlateSampler {
 
   // The rank of the group that takes each of the step's G positions.
   std::vector<int> deal(int64_t epoch, int64_t step, int group_size) const;
+  // The local search after deal's greedy pass (owner: the rank of each of the step's graphs).
+  void improve_deal(const std::vector<int64_t>& width, const std::vector<int64_t>& cost, int group_size,
+                    std::vector<int>& owner) const;
 
   std::vector<int64_t> num_configs_;
   SamplerOptions options_;

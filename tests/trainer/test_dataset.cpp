@@ -678,6 +678,21 @@ TEST(Sampler, DealsGraphsByBatchedWork) {
   EXPECT_THROW(SlateSampler({3, 4}, options(), {1, 0}), Error);
 }
 
+TEST(Sampler, DealImprovesOnTheGreedyPassBySwaps) {
+  // Costs 3, 3, 2, 2, 2 of width 1, no overhead, 2 ranks: the greedy pass ends with
+  // {3, 2, 2} (7) and {3, 2} (5); swapping a 3 for a 2 gives 6 and 6, the best split.
+  SamplerOptions o = options();
+  o.graphs_per_step = 5;
+  o.batch_overhead = 0;
+  const std::vector<int64_t> cost = {3, 3, 2, 2, 2};
+  SlateSampler s({1, 1, 1, 1, 1}, o, cost);
+  for (int64_t step = 0; step < 3; ++step) {  // every step deals all five graphs
+    const auto r0 = s.draw(0, step, 0, 2), r1 = s.draw(0, step, 1, 2);
+    EXPECT_EQ(batched_work(r0, cost, 0), 6) << step;
+    EXPECT_EQ(batched_work(r1, cost, 0), 6) << step;
+  }
+}
+
 TEST(Sampler, DealCountsThePaddingOfNarrowSlates) {
   // (cost, slate width): g0 (10, 8), g1 (10, 1), g2 (10, 2), g3 (30, 2); a batch's
   // overhead of 1000 keeps every rank at one batch. Dealt by cost x width alone (80, 10, 20,
