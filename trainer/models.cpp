@@ -40,6 +40,26 @@ torch::Tensor stacked_weight(const torch::nn::Linear& linear) {
   return linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
 }
 
+// Per node u: graph[u] * 4 + (u has producers) + 2 * (u has consumers), the row of its slot
+// term in forward_split. One pass over the CSR arrays (tensor ops cost more than the loop
+// on graphs this small); checks the split's premise, that every edge joins two nodes of
+// one graph, on the way.
+torch::Tensor node_kinds(const torch::Tensor& graph, const Adjacency& adj) {
+  const auto g = graph.to(torch::kInt64).contiguous();
+  const int64_t n = g.numel();
+  TORCH_CHECK(n == adj.num_nodes, "SageBlock::forward_split: ", n, " graph ids for ", adj.num_nodes, " nodes");
+  auto kind = torch::empty({n}, torch::kInt64);
+  const int64_t *gp = g.data_ptr<int64_t>(), *pp = adj.producer_ptr.data_ptr<int64_t>(),
+                *pi = adj.producer_idx.data_ptr<int64_t>(), *cp = adj.consumer_ptr.data_ptr<int64_t>();
+  int64_t* kp = kind.data_ptr<int64_t>();
+  for (int64_t u = 0; u < n; ++u) {
+    for (int64_t e = pp[u]; e < pp[u + 1]; ++e)
+      TORCH_CHECK(gp[pi[e]] == gp[u], "SageBlock::forward_split: an edge joins two graphs");
+    kp[u] = gp[u] * 4 + (pp[u + 1] > pp[u] ? 1 : 0) + (cp[u + 1] > cp[u] ? 2 : 0);
+  }
+  return kind;
+}
+
 }  // namespace
 
 SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_)
@@ -64,12 +84,7 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
   const auto from_slot = (torch::matmul(slot, w).view({S, G, 1, 3, H}) * kinds.view({1, 1, 4, 3, 1}))
                              .sum(3)
                              .view({S, G * 4, H});
-  const auto row_lengths = [](const torch::Tensor& ptr) { return ptr.slice(0, 1) - ptr.slice(0, 0, -1); };
-  const auto producers = row_lengths(adj.producer_ptr), consumers = row_lengths(adj.consumer_ptr);
-  // The premise: every edge joins two nodes of one graph.
-  TORCH_CHECK(graph.index_select(0, adj.producer_idx).equal(graph.repeat_interleave(producers)),
-              "SageBlock::forward_split: an edge joins two graphs");
-  const auto kind = graph * 4 + (producers > 0).to(torch::kInt64) + 2 * (consumers > 0).to(torch::kInt64);
+  const auto kind = node_kinds(graph, adj);
   const auto z = add_gathered(from_node.squeeze(0), from_slot, kind);
   const auto x = add_gathered(node, slot, graph);
   const auto [p, seed] = dropout_draw(*this, dropout);
