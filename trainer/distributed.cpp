@@ -230,6 +230,39 @@ void verify_parameters(torch::nn::Module& module, MPI_Comm comm) {
                 describe(0, all[0]));
 }
 
+namespace {
+
+// flat[at..] = grad of each p in turn (zeros for an undefined grad), as plain copies: a
+// tensor op per parameter costs more than the copy itself at these sizes.
+template <typename T>
+void pack_gradients(const std::vector<torch::Tensor>& ps, T* flat) {
+  for (const torch::Tensor& p : ps) {
+    const torch::Tensor& g = p.grad();
+    if (!g.defined()) {
+      std::fill(flat, flat + p.numel(), T{0});
+    } else {
+      const torch::Tensor c = g.contiguous();
+      std::memcpy(flat, c.data_ptr<T>(), static_cast<size_t>(p.numel()) * sizeof(T));
+    }
+    flat += p.numel();
+  }
+}
+
+// grad of each p = flat[at..] / size, in p's shape; an undefined grad is created.
+template <typename T>
+void unpack_gradients(const std::vector<torch::Tensor>& ps, const T* flat, int size) {
+  const auto divisor = static_cast<T>(size);
+  for (const torch::Tensor& p : ps) {
+    if (!p.grad().defined() || !p.grad().is_contiguous())
+      p.mutable_grad() = torch::empty_like(p, torch::MemoryFormat::Contiguous);
+    T* g = p.mutable_grad().data_ptr<T>();
+    for (int64_t i = 0; i < p.numel(); ++i) g[i] = flat[i] / divisor;
+    flat += p.numel();
+  }
+}
+
+}  // namespace
+
 void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
   const int size = comm_size(comm);
   if (size == 1) return;
@@ -241,26 +274,19 @@ void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
   // before training, compares the trainable values of every rank.
   torch::NoGradGuard no_grad;
   for (auto& [type, ps] : by_type) {
-    std::vector<torch::Tensor> parts;
-    parts.reserve(ps.size());
+    int64_t total = 0;
     for (const torch::Tensor& p : ps) {
-      const torch::Tensor& g = p.grad();
-      if (g.defined() && g.is_sparse())
+      if (p.grad().defined() && p.grad().is_sparse())
         throw Error("gradient all-reduce: sparse gradients are not supported");
-      parts.push_back(g.defined() ? g.reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+      total += p.numel();
     }
-    torch::Tensor flat = torch::cat(parts).contiguous();
+    torch::Tensor flat = torch::empty({total}, ps.front().options().requires_grad(false));
+    mpi_type_of(type);  // throws on an unsupported dtype before any copy
+    if (type == torch::kFloat32) pack_gradients(ps, flat.data_ptr<float>());
+    else pack_gradients(ps, flat.data_ptr<double>());
     allreduce_in_place(flat, comm);
-    flat.div_(size);
-    int64_t at = 0;
-    for (const torch::Tensor& p : ps) {
-      const torch::Tensor avg = flat.narrow(0, at, p.numel()).view(p.sizes());
-      at += p.numel();
-      if (p.grad().defined())
-        p.mutable_grad().copy_(avg);
-      else
-        p.mutable_grad() = avg.clone();
-    }
+    if (type == torch::kFloat32) unpack_gradients(ps, flat.data_ptr<float>(), size);
+    else unpack_gradients(ps, flat.data_ptr<double>(), size);
   }
 }
 
