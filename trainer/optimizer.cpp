@@ -1,5 +1,6 @@
 #include "trainer/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -43,6 +44,23 @@ void update(float* p, const float* g, float* m, float* v, int64_t n, float decay
   }
 }
 
+// The summed squares of the float gradients, accumulated in double (8 partial sums so that
+// the loop is not one long dependency chain): one pass instead of clip_grad_norm_'s norm
+// op per parameter, whose dispatch cost more than the arithmetic (0.12 of 0.18 ms per
+// tile step). Within float rounding of clip_grad_norm_'s norm.
+double sum_of_squares(const std::vector<torch::Tensor>& params) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (const auto& p : params) {
+    const float* g = p.grad().data_ptr<float>();
+    const int64_t n = p.grad().numel();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) part[k] += static_cast<double>(g[i + k]) * g[i + k];
+    for (; i < n; ++i) part[0] += static_cast<double>(g[i]) * g[i];
+  }
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 }  // namespace
 
 FusedAdamW::FusedAdamW(const std::vector<torch::Tensor>& params, const torch::optim::AdamWOptions& options)
@@ -78,16 +96,11 @@ double FusedAdamW::clip_and_step(double max_norm) {
     return norm;
   }
   torch::NoGradGuard no_grad;
-  // The norm and coefficient by clip_grad_norm_'s own tensor ops (a few per parameter), so
-  // that the clipped gradients equal its bit for bit.
   double norm = 0;
   float clip = 1.0f;
   if (max_norm > 0 && !with_grad.empty()) {
-    std::vector<torch::Tensor> norms;
-    for (const auto& p : with_grad) norms.push_back(p.grad().norm(2));
-    const auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
-    clip = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0).item<float>();
-    norm = total.item<double>();
+    norm = std::sqrt(sum_of_squares(with_grad));
+    clip = static_cast<float>(std::min(1.0, max_norm / (norm + 1e-6)));
   }
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());

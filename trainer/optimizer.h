@@ -23,7 +23,8 @@ class FusedAdamW : public torch::optim::AdamW {
 
   // Scales the gradients so that their total L2 norm is at most max_norm, as
   // torch::nn::utils::clip_grad_norm_ (coefficient max_norm / (norm + 1e-6), at most 1;
-  // max_norm 0: no clipping), inside the update (the gradient tensors are left as they
+  // max_norm 0: no clipping; for float32 the norm is summed in double in one pass, so it
+  // agrees with clip_grad_norm_'s to float rounding, not bit for bit), inside the update (the gradient tensors are left as they
   // are), then steps. Returns the norm before clipping (0 when max_norm is 0).
   double clip_and_step(double max_norm);
 
