@@ -27,8 +27,10 @@ double peak_rss_mb() {
   return ru.ru_maxrss / 1024.0;  // Linux reports kilobytes
 }
 
-Progress::Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s)
+Progress::Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s,
+                   std::string unit)
     : label_(std::move(label)),
+      unit_(std::move(unit)),
       total_items_(total_items),
       total_bytes_(total_bytes),
       interval_s_(interval_s),
@@ -47,11 +49,9 @@ std::string Progress::line() const {
   double frac = total_bytes_ > 0 ? double(done_bytes_) / total_bytes_
                                  : (total_items_ > 0 ? double(done_items_) / total_items_ : 1);
   std::string eta = frac > 0 ? format_duration(t / frac - t) : "?";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s: %lld/%lld files (%.0f%%), %.1f files/s, %.1f MB/s, elapsed %s, ETA %s",
-                label_.c_str(), static_cast<long long>(done_items_), static_cast<long long>(total_items_),
-                100 * frac, items_per_s, mb_per_s, format_duration(t).c_str(), eta.c_str());
-  return buf;
+  return fmt::format("{}: {}/{} {} ({:.0f}%), {:.1f} {}/s{}, elapsed {}, ETA {}", label_, done_items_, total_items_,
+                     unit_, 100 * frac, items_per_s, unit_,
+                     total_bytes_ > 0 ? fmt::format(", {:.1f} MB/s", mb_per_s) : "", format_duration(t), eta);
 }
 
 void Progress::tick(int64_t bytes) {
@@ -66,8 +66,8 @@ void Progress::tick(int64_t bytes) {
 
 void Progress::finish() {
   double t = elapsed_s();
-  spdlog::info("{}: done, {} files, {:.1f} MB in {} ({:.1f} files/s, {:.1f} MB/s)", label_, done_items_,
-               done_bytes_ / 1e6, format_duration(t), t > 0 ? done_items_ / t : 0.0,
+  spdlog::info("{}: done, {} {}, {:.1f} MB in {} ({:.1f} {}/s, {:.1f} MB/s)", label_, done_items_, unit_,
+               done_bytes_ / 1e6, format_duration(t), t > 0 ? done_items_ / t : 0.0, unit_,
                t > 0 ? done_bytes_ / 1e6 / t : 0.0);
 }
 

@@ -11,7 +11,9 @@ namespace tpuperf {
 
 class Progress {
  public:
-  Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s = 5.0);
+  // unit names the items ("files", "steps"); MB/s is shown only when total_bytes > 0.
+  Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s = 5.0,
+           std::string unit = "files");
   // One item done, of `bytes` input bytes.
   void tick(int64_t bytes);
   // Logs the closing line (totals, overall rates).
@@ -24,7 +26,7 @@ class Progress {
 
  private:
   using Clock = std::chrono::steady_clock;
-  std::string label_;
+  std::string label_, unit_;
   int64_t total_items_, total_bytes_;
   int64_t done_items_ = 0, done_bytes_ = 0;
   double interval_s_;

@@ -274,7 +274,8 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
     // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.
     torch::manual_seed(mix_seed(s.seed, label + "/epoch" + std::to_string(epoch) + "/rank" + std::to_string(rank)));
-    Progress progress(label + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.epochs), spe, 0, 10.0);
+    Progress progress(label + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.epochs), spe, 0, 10.0,
+                      "steps");
     std::vector<double> sums = {0, 0, 0, 0};
     for (int64_t step = 0; step < spe; ++step, ++meta.step) {
       for (auto& group_opts : opt.param_groups())
