@@ -220,6 +220,24 @@ TEST(Distributed, DataParallelSgdEqualsMeanGradientSteps) {
   }
 }
 
+// Float64 parameters take the double buffer; a non-contiguous gradient (a transposed view)
+// is read and written in its parameter's shape.
+TEST(Distributed, AllreduceAveragesDoubleAndStridedGradients) {
+  const int rank = world_rank();
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  torch::nn::Linear lin(3, 2);
+  lin->to(torch::kFloat64);
+  lin->weight.mutable_grad() = torch::arange(6, torch::kFloat64).view({3, 2}).t() * (rank + 1);
+  lin->bias.mutable_grad() = torch::full({2}, 0.5 * (rank + 1), torch::kFloat64);
+  EXPECT_FALSE(lin->weight.grad().is_contiguous());
+  allreduce_gradients(*lin, MPI_COMM_WORLD);
+  const double mean_factor = (size + 1) / 2.0;  // mean of 1..size
+  EXPECT_TRUE(torch::equal(lin->weight.grad(), torch::arange(6, torch::kFloat64).view({3, 2}).t() * mean_factor));
+  EXPECT_TRUE(torch::equal(lin->bias.grad(), torch::full({2}, 0.5 * mean_factor, torch::kFloat64)));
+  EXPECT_EQ(lin->weight.grad().scalar_type(), torch::kFloat64);
+}
+
 TEST(Distributed, VerifyNamesThePerturbedRank) {
   torch::manual_seed(5);
   Net net;
