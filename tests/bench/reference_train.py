@@ -183,8 +183,8 @@ def batches_by_width(width, cost, overhead):
     return out[::-1]
 
 
-# fold_training.cpp: a graph's cost is its nodes + 10; a batch's overhead 1000 of that unit.
-CONFIG_WORK_IN_NODES, BATCH_OVERHEAD = 10, 1000
+# fold_training.cpp: a graph's cost is its nodes + 1; a batch's overhead 2000 of that unit.
+CONFIG_WORK_IN_NODES, BATCH_OVERHEAD = 1, 2000
 
 
 def step_batches(graphs, draw):
