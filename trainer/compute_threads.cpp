@@ -33,7 +33,7 @@ int choose_threads(const Config& cfg, MPI_Comm world) {
 
 void set_compute_threads(int threads) {
   torch::set_num_threads(threads);
-  if (auto set = blas_entry<void (*)(int)>("openblas_set_num_threads")) set(threads);
+  if (auto set = blas_entry<void (*)(int)>("openblas_set_num_threads")) set(1);
 }
 
 int blas_threads() {
