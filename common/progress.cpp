@@ -44,14 +44,12 @@ double Progress::elapsed_s() const {
 std::string Progress::line() const {
   double t = elapsed_s();
   double items_per_s = t > 0 ? done_items_ / t : 0;
-  double mb_per_s = t > 0 ? done_bytes_ / 1e6 / t : 0;
   // ETA by bytes when sizes are known (items vary a lot in size), else by items.
   double frac = total_bytes_ > 0 ? double(done_bytes_) / total_bytes_
                                  : (total_items_ > 0 ? double(done_items_) / total_items_ : 1);
   std::string eta = frac > 0 ? format_duration(t / frac - t) : "?";
   return fmt::format("{}: {}/{} {} ({:.0f}%), {:.1f} {}/s{}, elapsed {}, ETA {}", label_, done_items_, total_items_,
-                     unit_, 100 * frac, items_per_s, unit_,
-                     total_bytes_ > 0 ? fmt::format(", {:.1f} MB/s", mb_per_s) : "", format_duration(t), eta);
+                     unit_, 100 * frac, items_per_s, unit_, mb_rate(t), format_duration(t), eta);
 }
 
 void Progress::tick(int64_t bytes) {
@@ -66,9 +64,14 @@ void Progress::tick(int64_t bytes) {
 
 void Progress::finish() {
   double t = elapsed_s();
-  spdlog::info("{}: done, {} {}, {:.1f} MB in {} ({:.1f} {}/s, {:.1f} MB/s)", label_, done_items_, unit_,
-               done_bytes_ / 1e6, format_duration(t), t > 0 ? done_items_ / t : 0.0, unit_,
-               t > 0 ? done_bytes_ / 1e6 / t : 0.0);
+  const std::string mb = total_bytes_ > 0 ? fmt::format(", {:.1f} MB", done_bytes_ / 1e6) : "";
+  spdlog::info("{}: done, {} {}{} in {} ({:.1f} {}/s{})", label_, done_items_, unit_, mb, format_duration(t),
+               t > 0 ? done_items_ / t : 0.0, unit_, mb_rate(t));
+}
+
+std::string Progress::mb_rate(double t) const {
+  if (total_bytes_ <= 0) return "";
+  return fmt::format(", {:.1f} MB/s", t > 0 ? done_bytes_ / 1e6 / t : 0.0);
 }
 
 }  // namespace tpuperf

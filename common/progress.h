@@ -26,6 +26,8 @@ class Progress {
 
  private:
   using Clock = std::chrono::steady_clock;
+  // ", x MB/s" over t seconds, or "" for work not measured in bytes.
+  std::string mb_rate(double t) const;
   std::string label_, unit_;
   int64_t total_items_, total_bytes_;
   int64_t done_items_ = 0, done_bytes_ = 0;
