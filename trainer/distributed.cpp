@@ -282,11 +282,11 @@ void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
     }
     torch::Tensor flat = torch::empty({total}, ps.front().options().requires_grad(false));
     mpi_type_of(type);  // throws on an unsupported dtype before any copy
-    if (type == torch::kFloat32) pack_gradients(ps, flat.data_ptr<float>());
-    else pack_gradients(ps, flat.data_ptr<double>());
-    allreduce_in_place(flat, comm);
-    if (type == torch::kFloat32) unpack_gradients(ps, flat.data_ptr<float>(), size);
-    else unpack_gradients(ps, flat.data_ptr<double>(), size);
+    AT_DISPATCH_FLOATING_TYPES(type, "allreduce_gradients", [&] {
+      pack_gradients(ps, flat.data_ptr<scalar_t>());
+      allreduce_in_place(flat, comm);
+      unpack_gradients(ps, flat.data_ptr<scalar_t>(), size);
+    });
   }
 }
 
