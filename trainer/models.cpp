@@ -33,11 +33,17 @@ torch::Tensor signed_log1p(const torch::Tensor& x) {
   return torch::sign(x) * torch::log1p(x.abs());
 }
 
-// linear's weight is [W_self | W_producers | W_consumers] (H x 3H); x @ this (H x 3H) gives
-// [x W_self^T | x W_producers^T | x W_consumers^T] in one matmul (forward_split's slot part).
-torch::Tensor stacked_weight(const torch::nn::Linear& linear) {
+// The slot term's weights for the four kinds of node (see node_kinds): kind k's block is
+// W_self + (k & 1) W_producers + (k & 2) W_consumers, blocks of linear's weight [W_self |
+// W_producers | W_consumers] (H x 3H). Returns them stacked as 4H x H, so one matmul gives
+// every kind's term; formed on the H x H weights instead of on the S x G x 3H products
+// (a broadcast multiply and sum there cost more than the whole matmul on many graphs).
+torch::Tensor kind_weights(const torch::nn::Linear& linear) {
   const int64_t H = linear->weight.size(0);
-  return linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
+  static float kCombine[4][3] = {{1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 1, 1}};  // read only
+  const auto blocks = linear->weight.view({H, 3, H}).transpose(0, 1).reshape({3, H * H});
+  const auto combine = torch::from_blob(kCombine, {4, 3}).to(blocks.scalar_type());
+  return torch::mm(combine, blocks).view({4 * H, H});
 }
 
 // Per node u: graph[u] * 4 + (u has producers) + 2 * (u has consumers), the row of its slot
@@ -76,14 +82,10 @@ torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const Adjacency& ad
 torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torch::Tensor& slot,
                                            const torch::Tensor& graph, const Adjacency& adj) {
   const int64_t S = slot.size(0), G = slot.size(1), H = slot.size(2);
-  const auto w = stacked_weight(linear);
   const auto from_node = sage_linear(node.unsqueeze(0), linear->weight, linear->bias, adj);
   // Per (slot, graph), the slot term for each kind k of node: self + producers (k & 1) +
-  // consumers (k & 2); node u reads kind (has producers) + 2 (has consumers).
-  const auto kinds = torch::tensor({1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 1}, slot.options());
-  const auto from_slot = (torch::matmul(slot, w).view({S, G, 1, 3, H}) * kinds.view({1, 1, 4, 3, 1}))
-                             .sum(3)
-                             .view({S, G * 4, H});
+  // consumers (k & 2); node u reads row graph[u] * 4 + its kind.
+  const auto from_slot = torch::mm(slot.reshape({S * G, H}), kind_weights(linear).t()).view({S, G * 4, H});
   const auto kind = node_kinds(graph, adj);
   const auto z = add_gathered(from_node.squeeze(0), from_slot, kind);
   const auto x = add_gathered(node, slot, graph);
