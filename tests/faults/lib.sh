@@ -7,6 +7,7 @@ PY=/usr/bin/python3
 GEN="$PY $SRC/tests/faults/make_bad_inputs.py"
 CHECK="$PY $SRC/tests/faults/faults_check.py"
 RESULTS=$SRC/tests/faults/RESULTS.md
+source "$SRC/tests/tiny_train.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # One thread per rank: the suite shares 2 cores with whatever else runs.
 export OMP_NUM_THREADS=1
@@ -37,17 +38,7 @@ YAML
 # Training settings for the tree of make_tree: small models on two collections, 2 folds
 # (one per rank):  add_train_config DIR EPOCHS "coll, coll"
 add_train_config() {
-  cat >> "$1/cfg.yaml" <<YAML
-train:
-  epochs: $2
-  threads_per_rank: 1
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 32, layers: 2}
-  layout: {hidden: 32, layers: 2}
-YAML
+  tiny_train_yaml "$2" 32 2 1 >> "$1/cfg.yaml"
   sed -i "s|^data:|data:\n  collections: [$3]|" "$1/cfg.yaml"
 }
 

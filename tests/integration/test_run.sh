@@ -12,6 +12,7 @@ SRC=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TPUPERF_BIN=$BIN
+source "$SRC/tests/tiny_train.sh"
 run() { bash "$SRC/jobs/run.sh" "$@"; }
 step() { echo; echo "== $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -30,16 +31,9 @@ data:
   processed_dir: $work/processed
 preprocess:
   folds: 2
-train:
-  epochs: 2
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 16, layers: 1}
-  layout: {hidden: 16, layers: 1}
 output:
   dir: $work/run
+$(tiny_train_yaml 2 16 1 0)
 YAML
 cfg=$work/cfg.yaml
 

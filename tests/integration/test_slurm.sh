@@ -21,6 +21,7 @@ cluster=$work/cluster
 trap 'bash "$HERE/slurm_cluster.sh" stop "$cluster"; rm -rf "$work"' EXIT
 step() { echo; echo "== $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
+source "$SRC/tests/tiny_train.sh"
 
 rc=0
 bash "$HERE/slurm_cluster.sh" start "$cluster" || rc=$?
@@ -45,16 +46,9 @@ data:
   processed_dir: processed
 preprocess:
   folds: 2
-train:
-  epochs: 2
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 16, layers: 1}
-  layout: {hidden: 16, layers: 1}
 output:
   dir: run
+$(tiny_train_yaml 2 16 1 0)
 YAML
 
 # submit OUT ARGS...: slurm/submit.sh; its stdout ("STAGE JOBID" lines, "logs DIR") in OUT.

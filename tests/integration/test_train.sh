@@ -7,7 +7,9 @@
 # Usage: test_train.sh BIN_DIR SRC_DIR
 set -euo pipefail
 BIN=$1
+SRC=$2
 PY=/usr/bin/python3
+source "$SRC/tests/tiny_train.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -21,17 +23,9 @@ data:
   processed_dir: $work/processed
 preprocess:
   folds: 2
-train:
-  epochs: 3
-  threads_per_rank: 1
-  graphs_per_step: 4
-  tile_slate: 16
-  layout_slate: 8
-model:
-  tile: {hidden: 32, layers: 2}
-  layout: {hidden: 32, layers: 2}
 output:
   dir: $work/run
+$(tiny_train_yaml 3 32 2 1)
 YAML
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/pre.log" 2>&1 || { cat "$work/pre.log"; exit 1; }
 
