@@ -9,13 +9,20 @@
 
 namespace tpuperf {
 
-// The splitmix64 output function of state x: decorrelates nearby inputs completely.
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
+// splitmix64's state step: state k of a generator seeded with s is s + k * this.
+constexpr uint64_t kSplitMix64Gamma = 0x9e3779b97f4a7c15ULL;
+
+// splitmix64's mixing of a stepped state. A template so that vector code (GCC vector
+// types of uint64_t) mixes several states with the same expressions.
+template <typename U>
+inline U splitmix64_mix(U x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+// The splitmix64 output function of state x: decorrelates nearby inputs completely.
+inline uint64_t splitmix64(uint64_t x) { return splitmix64_mix(x + kSplitMix64Gamma); }
 
 class SplitMix64 {
  public:
@@ -23,7 +30,7 @@ class SplitMix64 {
 
   uint64_t next() {
     uint64_t out = splitmix64(state_);
-    state_ += 0x9e3779b97f4a7c15ULL;
+    state_ += kSplitMix64Gamma;
     return out;
   }
 

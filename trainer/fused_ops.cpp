@@ -38,7 +38,7 @@ uint64_t drop_threshold(double p) {
 // The hash of elements 4k .. 4k + 3: the k-th output of SplitMix64(seed), computed without
 // stepping through the ones before. Element i uses its 16-bit lane i % 4.
 inline uint64_t hash_of_quad(uint64_t seed, int64_t i) {
-  return splitmix64(seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(i) >> 2));
+  return splitmix64(seed + kSplitMix64Gamma * (static_cast<uint64_t>(i) >> 2));
 }
 
 inline bool keeps(uint64_t seed, int64_t i, uint64_t threshold) {
@@ -179,14 +179,11 @@ inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float sc
   using I16x32 = int16_t __attribute__((vector_size(64)));
   using I16x16 = int16_t __attribute__((vector_size(32)));
   using I8x32 = int8_t __attribute__((vector_size(32)));
-  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-  // splitmix64(seed + kGolden * quad) for quads 8 row .. 8 row + 7: the state step times
-  // 1..8 is a constant, so only one scalar multiply depends on the row.
-  const U64x8 steps = U64x8{1, 2, 3, 4, 5, 6, 7, 8} * kGolden;
-  U64x8 x = (seed + kGolden * 8 * static_cast<uint64_t>(row)) + steps;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
+  // hash_of_quad for quads q = 8 row + j, j = 0..7: splitmix64(seed + gamma q) mixes
+  // seed + gamma (8 row) + gamma (j + 1), a per-row base plus a constant vector, so only
+  // one scalar multiply depends on the row.
+  const U64x8 steps = U64x8{1, 2, 3, 4, 5, 6, 7, 8} * kSplitMix64Gamma;
+  const U64x8 x = splitmix64_mix((seed + kSplitMix64Gamma * 8 * static_cast<uint64_t>(row)) + steps);
   U16x32 lanes;  // little-endian: lane k of hash q is element 4 q + k
   std::memcpy(&lanes, &x, sizeof lanes);
   const I16x32 kept = -(lanes >= threshold);  // 1 or 0
