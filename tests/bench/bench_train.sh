@@ -13,7 +13,10 @@
 #               counter-based masks, the reference's nn.Dropout); a short check run of both
 #               with model dropout 0 compares per-epoch losses and final weights;
 #   scaling     tpuperf-train with 1 and 2 ranks in one fold group (folds=1), same
-#               graphs_per_step: efficiency = (cps_2 / cps_1) / 2; beside it the machine's
+#               graphs_per_step: efficiency = (cps_2 / cps_1) / 2 (strong scaling: the
+#               target); also 2 ranks with twice the graphs per step, i.e. the 1-rank step
+#               on each rank (weak scaling, as data-parallel training usually grows); beside
+#               them the machine's
 #               own ceiling for any 2-process work: two independent 1-rank runs started
 #               together (no MPI between them), each one's configs/s / the solo run's;
 #   bench       (optional, --bench-tree) the bench-scale tree, if helper data exists or is
@@ -186,13 +189,15 @@ PY
 fi
 
 # ------------------------------------------------------- throughput and scaling helpers
-# tp_run TAG NP COLLECTION [EPOCHS [DROPOUT]]: tpuperf-train on the folds=1 dir (EPOCHS
-# default TP_EPOCHS; DROPOUT overrides the model's); appends a JSON line to
-# $WORK/runs.jsonl with the epochs' losses and the configs/s of the training steps.
+# tp_run TAG NP COLLECTION [EPOCHS [DROPOUT [GRAPHS_PER_STEP]]]: tpuperf-train on the
+# folds=1 dir (EPOCHS default TP_EPOCHS; DROPOUT and GRAPHS_PER_STEP override the quality
+# settings' when not empty); appends a JSON line to $WORK/runs.jsonl with the epochs'
+# losses and the configs/s of the training steps.
 tp_run() {
-  local tag=$1 np=$2 coll=$3 epochs=${4:-$TP_EPOCHS} dropout=${5:-} out=$WORK/runs/$1
+  local tag=$1 np=$2 coll=$3 epochs=${4:-$TP_EPOCHS} dropout=${5:-} gps=${6:-} out=$WORK/runs/$1
   local extra=()
-  [ -n "$dropout" ] && extra=(--set "model.tile.dropout=$dropout" --set "model.layout.dropout=$dropout")
+  [ -n "$dropout" ] && extra+=(--set "model.tile.dropout=$dropout" --set "model.layout.dropout=$dropout")
+  [ -n "$gps" ] && extra+=(--set "train.graphs_per_step=$gps")
   rm -rf "$out"
   train_cfg "$WORK/$tag.yaml" "$WORK/small-k1" "$out"
   local l0; l0=$(load1)
@@ -300,6 +305,8 @@ if [ "$DO_SCALING" = 1 ]; then
       tag="sc-$(echo "$coll" | tr : _)-r$r"
       tp_run "$tag-np1" 1 "$coll" "$SC_EPOCHS"
       tp_run "$tag-np2" 2 "$coll" "$SC_EPOCHS"
+      # Weak scaling: each of the 2 ranks takes as many graphs per step as the 1-rank run.
+      tp_run "$tag-weak2" 2 "$coll" "$SC_EPOCHS" "" $((2 * $(setting train.graphs_per_step)))
       # Two busy cores share caches, memory bandwidth and the host: what two independent
       # 1-rank runs at once each get of the solo speed bounds the 2-rank run too.
       tp_run "$tag-pairA" 1 "$coll" "$SC_EPOCHS" & pair=$!
@@ -508,25 +515,28 @@ if sc:
               f"Run {sc['when']}. `preprocess.folds=1`, so `mpirun -np 2` makes one group of 2 ranks "
               f"(gradients all-reduced every step); threads_per_rank=1, the same graphs_per_step "
               f"({sc['settings'].split('graphs_per_step: ')[1].split()[0]}) and slates, {sc['epochs']} epochs; "
-              f"{sc['rounds']} rounds, each: 1 rank, 2 ranks, then two independent 1-rank runs at once "
-              "(the pair); best round shown, all rounds in brackets.", "",
+              f"{sc['rounds']} rounds, each: 1 rank, 2 ranks, 2 ranks with twice the graphs per step, then two "
+              "independent 1-rank runs at once (the pair); best round shown, all rounds in brackets.", "",
               "| collection | 1 rank configs/s | 2 ranks configs/s | efficiency (cps_2 / cps_1) / 2 | "
-              "target | per round | machine ceiling: pair / solo, per round | loads 1 rank; 2 ranks | "
+              "target | per round | weak scaling: 2 ranks x the 1-rank step, configs/s; efficiency | "
+              "machine ceiling: pair / solo, per round | loads 1 rank; 2 ranks | "
               "core share per rank, 1 rank; 2 ranks | CPU s, 1 rank; 2 ranks |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in colls:
         mine = by(runs, collection=c)
         one = [r for r in mine if r["tag"].endswith("-np1")]
         two = [r for r in mine if r["tag"].endswith("-np2")]
+        weak = [r for r in mine if r["tag"].endswith("-weak2")]
         if not one or not two:
             continue
         eff = best(two) / best(one) / 2
+        weak_cell = f"{best(weak):.1f} ({all_cps(weak)}); {100 * best(weak) / best(one) / 2:.0f}%" if weak else "n/a"
         per_round = ", ".join(f"{50 * b['cps'] / a['cps']:.0f}%" for a, b in zip(one, two))
         pairs = [(a, [r for r in mine if r["tag"] in (a["tag"][:-4] + "-pairA", a["tag"][:-4] + "-pairB")])
                  for a in one]
         ceiling = ", ".join(f"{100 * sum(r['cps'] for r in p) / len(p) / a['cps']:.0f}%" for a, p in pairs if p)
         lines.append(f"| {c} | {best(one):.1f} ({all_cps(one)}) | {best(two):.1f} ({all_cps(two)}) | "
-                     f"**{100 * eff:.0f}%** | >= 85% | {per_round} | {ceiling or 'n/a'} | "
+                     f"**{100 * eff:.0f}%** | >= 85% | {per_round} | {weak_cell} | {ceiling or 'n/a'} | "
                      f"{loads(one)}; {loads(two)} | {shares(one)}; {shares(two)} | "
                      f"{cpu_s(one)}; {cpu_s(two)} |")
     lines += ["", "On this 2-core machine the 2-rank runs need both cores: any other job's load "
@@ -535,7 +545,10 @@ if sc:
               "well below 100% means the rank waited, for the other rank or for a core taken by "
               "another job. 'CPU s' is the CPU time of all ranks of a run: equal values at 1 and 2 "
               "ranks would mean no work is duplicated or wasted by the second rank. 'Per round' is "
-              "each round's own efficiency (its 2-rank run / its 1-rank run / 2). The machine ceiling "
+              "each round's own efficiency (its 2-rank run / its 1-rank run / 2). Weak scaling: the "
+              "2-rank run with graphs_per_step doubled, so that each rank's step is the 1-rank run's "
+              "(best round / best 1-rank round / 2); it trains with a larger step than the 1-rank run, "
+              "so it shows what fixed per-step costs take from the strong figure. The machine ceiling "
               "is the mean configs/s of the round's pair (two tpuperf-train -np 1 runs started "
               "together, no MPI between them) over the round's solo 1-rank run: the share of a solo "
               "core each of two busy processes gets on this machine, so it bounds the 2-rank "
