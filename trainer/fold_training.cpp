@@ -220,6 +220,21 @@ std::vector<GraphScores> score_set(const TrainSettings& s, Ranker& ranker, const
   return out;
 }
 
+int64_t batch_overhead_in_node_slots(const ModelOptions& model) {
+  // Calibrated at hidden 32, 2 layers on 780 traced tile steps (small tree, 1 thread, AMD
+  // EPYC): a batch's forward and backward took 0.76 ms + 0.0004 ms per node slot, ~2000
+  // slots. A slot's cost grows about as layers x hidden^2 (the SAGE matmuls): 0.47, 1.67,
+  // 2.95 and 9.0 us at hidden/layers 32/2, 64/2, 64/3 and 128/3 (forward, backward and
+  // step, 1 thread), while a batch's own part stays 0.6-0.9 ms; so the overhead in slots
+  // shrinks by that factor. With 2000 kept at 64/3 (the schema's default model) the
+  // sampler padded narrow slates into wide batches instead of giving them their own; 333
+  // there took 4-epoch tile runs (small tree) from 6526-6755 to 6739-7133 configs/s on 1
+  // rank and from 11173-11606 to 12341-12965 on 2.
+  constexpr int64_t kCalibratedOverhead = 2000, kCalibratedSize = 2 * 32 * 32;
+  const int64_t size = std::max<int64_t>(model.layers, 1) * model.hidden * model.hidden;
+  return kCalibratedOverhead * kCalibratedSize / std::max<int64_t>(size, 1);
+}
+
 std::string train_fold(const TrainSettings& s, const std::string& collection, int fold, const FoldData& data,
                        MPI_Comm group, bool resume) {
   int rank = 0, size = 1;
@@ -254,20 +269,12 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   so.slate = s.slate(train.kind());
   // A graph's cost per slate slot is nodes + kConfigWorkInNodes; the sampler splits a
   // rank's graphs into batches and deals a step's graphs to the group's ranks by that cost
-  // (sampler.h). Fitted on 780 traced tile steps (small tree, 4 graphs of 2..262 nodes and
-  // up to 64 configs per step, 1 thread, AMD EPYC with AVX-512): a step's forward and
-  // backward took 0.76 ms per batch + 0.0004 ms x slate x summed nodes (residual 0.4 ms,
-  // about the step-to-step jitter of the same step); a per-config term fitted to ~0, so a
-  // graph costs its node count (+1: the sampler needs costs >= 1).
+  // (sampler.h). A per-config term fitted to ~0 on traced tile steps, so a graph costs its
+  // node count (+1: the sampler needs costs >= 1).
   constexpr int64_t kConfigWorkInNodes = 1;
   std::vector<int64_t> work;
   for (int64_t i = 0; i < train.size(); ++i) work.push_back(train.entry(i).num_nodes + kConfigWorkInNodes);
-  // A batch's own cost (its passes' fixed part) in that unit: 0.76 / 0.0004 ~ 1900. Batches
-  // of more than ~12k node slots run slower per slot (0.41 -> 0.56 us at 22k), which this
-  // linear model does not see. Measured on tile only; layout slates are rarely narrower
-  // than train.layout_slate, so layout steps stay one batch.
-  constexpr int64_t kBatchOverhead = 2000;
-  so.batch_overhead = kBatchOverhead;
+  so.batch_overhead = batch_overhead_in_node_slots(s.model(train.kind()));
   SlateSampler sampler(train.num_configs(), so, work);
   int64_t spe = s.steps_per_epoch(train.kind()) > 0 ? s.steps_per_epoch(train.kind()) : sampler.steps_per_pass();
   int64_t total = s.epochs * spe;

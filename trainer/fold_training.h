@@ -50,6 +50,12 @@ std::string checkpoint_path(const TrainSettings& s, const std::string& collectio
                             const std::string& which);  // "best" or "last"
 std::string fold_metrics_path(const TrainSettings& s, const std::string& collection, int fold);
 
+// The sampler's batch_overhead (SamplerOptions) for a model of this size: a batch's fixed
+// cost (its passes' overhead) in the unit of graph cost x slate slot, i.e. node slots. The
+// fixed part barely grows with the model, a slot's cost grows about as layers x hidden^2:
+// 2000 at hidden 32 with 2 layers, 333 at hidden 64 with 3.
+int64_t batch_overhead_in_node_slots(const ModelOptions& model);
+
 struct FoldData {
   const GraphSet* train = nullptr;
   const GraphSet* oof = nullptr;    // held-out train fold; may be empty

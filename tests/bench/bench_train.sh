@@ -16,9 +16,10 @@
 #               graphs_per_step: efficiency = (cps_2 / cps_1) / 2 (strong scaling: the
 #               target); also 2 ranks with twice the graphs per step, i.e. the 1-rank step
 #               on each rank (weak scaling, as data-parallel training usually grows); beside
-#               them the machine's
-#               own ceiling for any 2-process work: two independent 1-rank runs started
-#               together (no MPI between them), each one's configs/s / the solo run's;
+#               them the machine's own ceiling for any 2-process work: two independent
+#               1-rank runs started together (no MPI between them), each one's configs/s /
+#               the solo run's. Tile is timed twice: with the quality settings' small model
+#               and with the schema's default model (tile:xla@default);
 #   bench       (optional, --bench-tree) the bench-scale tree, if helper data exists or is
 #               generated: a short run on some collections, scored like the quality part.
 #
@@ -31,14 +32,15 @@
 #                       [--rounds N] [--no-results]
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   RESULTS (default <repo>/tests/bench/RESULTS.md); TP_COLLECTIONS (default
-#   "tile:xla layout:xla:random layout:nlp:random"): collections of the throughput and
-#   scaling parts; TP_EPOCHS (default 3): epochs of the throughput runs; SC_EPOCHS (default
-#   8): epochs of the scaling runs (a 3-epoch tile run is 2 s, mostly its first epoch's
-#   warm-up); TP_CHECK_EPOCHS (default 2):
-#   epochs of the dropout-0 check run; TPUPERF_BENCH_RAW
+#   "tile:xla layout:xla:random layout:nlp:random"): collections of the throughput part;
+#   SC_COLLECTIONS (default: those and tile:xla@default, i.e. tile with the schema's default
+#   model and slate, what configs/tpugraphs.yaml trains): of the scaling part; TP_EPOCHS
+#   (default 3): epochs of the throughput runs; SC_EPOCHS (default 8): epochs of the
+#   scaling runs (a 3-epoch tile run is 2 s, mostly its first epoch's warm-up);
+#   TP_CHECK_EPOCHS (default 2): epochs of the dropout-0 check run; TPUPERF_BENCH_RAW
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
-#   BENCH_COLLECTIONS (default: all five), BENCH_EPOCHS (8),
-#   BENCH_STEPS (20): what --bench-tree trains (default: as the quality part).
+#   BENCH_COLLECTIONS (default: all five), BENCH_EPOCHS (8), BENCH_STEPS (20): what
+#   --bench-tree trains (default: as the quality part).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
     --bench-tree) DO_BENCH=1 ;;
     --rounds) ROUNDS=$2; shift ;;
     --no-results) WRITE=0 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)"; exit 2 ;;
     *) BIN=$1 ;;
   esac
@@ -69,6 +71,7 @@ WORK=$CACHE/train-work
 RES=$CACHE/train-results
 RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
 TP_COLLECTIONS=${TP_COLLECTIONS:-tile:xla layout:xla:random layout:nlp:random}
+SC_COLLECTIONS=${SC_COLLECTIONS:-$TP_COLLECTIONS tile:xla@default}
 TP_EPOCHS=${TP_EPOCHS:-3}
 SC_EPOCHS=${SC_EPOCHS:-8}
 TP_CHECK_EPOCHS=${TP_CHECK_EPOCHS:-2}
@@ -196,6 +199,14 @@ fi
 tp_run() {
   local tag=$1 np=$2 coll=$3 epochs=${4:-$TP_EPOCHS} dropout=${5:-} gps=${6:-} out=$WORK/runs/$1
   local extra=()
+  # COLLECTION@default: that collection with the schema's default model and slate (what
+  # configs/tpugraphs.yaml trains on the real data) instead of the quality settings'.
+  if [[ $coll == *@default ]]; then
+    local kind=layout
+    [[ $coll == tile:* ]] && kind=tile
+    while read -r key value; do extra+=(--set "$key=$value"); done < <(
+      "$BIN/tpuperf-train" --help-config | sed -nE "s/^ *((model\.$kind\.[a-z_]+|train\.${kind}_slate)) \([a-z]+, default ([^)]*)\)$/\1 \3/p")
+  fi
   [ -n "$dropout" ] && extra+=(--set "model.tile.dropout=$dropout" --set "model.layout.dropout=$dropout")
   [ -n "$gps" ] && extra+=(--set "train.graphs_per_step=$gps")
   rm -rf "$out"
@@ -207,7 +218,7 @@ tp_run() {
   # lines of two ranks could interleave.
   rm -f "$WORK/$tag.time"
   mpi "$np" /usr/bin/time -a -o "$WORK/$tag.time" -f "rank time: wall %e user %U sys %S" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" \
-    --fresh --set "data.collections=[$coll]" --set train.epochs="$epochs" --set train.threads_per_rank=1 \
+    --fresh --set "data.collections=[${coll%@default}]" --set train.epochs="$epochs" --set train.threads_per_rank=1 \
     --set train.eval_max_configs=20 "${extra[@]}" > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
   # The run's JSON line: appended in one write, and printed from here rather than from the
   # file's last line, which may be a concurrent run's (the scaling part's pairs).
@@ -300,7 +311,7 @@ fi
 if [ "$DO_SCALING" = 1 ]; then
   echo "== scaling: tpuperf 1 vs 2 ranks in one fold group, $ROUNDS rounds"
   : > "$WORK/runs.jsonl"
-  for coll in $TP_COLLECTIONS; do
+  for coll in $SC_COLLECTIONS; do
     for r in $(seq 1 "$ROUNDS"); do
       tag="sc-$(echo "$coll" | tr : _)-r$r"
       tp_run "$tag-np1" 1 "$coll" "$SC_EPOCHS"
@@ -539,7 +550,11 @@ if sc:
                      f"**{100 * eff:.0f}%** | >= 85% | {per_round} | {weak_cell} | {ceiling or 'n/a'} | "
                      f"{loads(one)}; {loads(two)} | {shares(one)}; {shares(two)} | "
                      f"{cpu_s(one)}; {cpu_s(two)} |")
-    lines += ["", "On this 2-core machine the 2-rank runs need both cores: any other job's load "
+    lines += ["", "tile:xla@default: the same runs with the schema's default tile model and slate "
+              "(`tpuperf-train --help-config`: what configs/tpugraphs.yaml trains on the real data) in "
+              "place of the quality settings' smaller model; its steps are about 4x longer, so fixed "
+              "per-step costs weigh less.",
+              "", "On this 2-core machine the 2-rank runs need both cores: any other job's load "
               "lowers them more than the 1-rank runs. 'Core share' is each rank's (user + sys) / wall "
               "time over its whole process (start-up, loading and evaluation included; /usr/bin/time): "
               "well below 100% means the rank waited, for the other rank or for a core taken by "

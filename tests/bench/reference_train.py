@@ -183,15 +183,20 @@ def batches_by_width(width, cost, overhead):
     return out[::-1]
 
 
-# fold_training.cpp: a graph's cost is its nodes + 1; a batch's overhead 2000 of that unit.
-CONFIG_WORK_IN_NODES, BATCH_OVERHEAD = 1, 2000
+# fold_training.cpp: a graph's cost is its nodes + 1.
+CONFIG_WORK_IN_NODES = 1
 
 
-def step_batches(graphs, draw):
+def batch_overhead_in_node_slots(hidden, layers):
+    """fold_training.cpp: 2000 at hidden 32 with 2 layers, scaled by 1 / (layers x hidden^2)."""
+    return 2000 * (2 * 32 * 32) // max(max(layers, 1) * hidden * hidden, 1)
+
+
+def step_batches(graphs, draw, overhead):
     """A step's draws split into tpuperf's batches: lists of (graph, configs)."""
     width = [len(c) for _, c in draw]
     cost = [graphs[g].num_nodes + CONFIG_WORK_IN_NODES for g, _ in draw]
-    return [[draw[i] for i in part] for part in batches_by_width(width, cost, BATCH_OVERHEAD)]
+    return [[draw[i] for i in part] for part in batches_by_width(width, cost, overhead)]
 
 
 # ------------------------------------------------------------------ data (common/shard.h)
@@ -461,14 +466,14 @@ def compare_checkpoint(model, path):
     return worst, names
 
 
-def profile_steps(model, opt, params, tile, graphs, draws, grad_clip, top=8):
+def profile_steps(model, opt, params, tile, graphs, draws, grad_clip, overhead, top=8):
     """Share of self CPU time per LibTorch op over some extra steps (not timed, not part
     of the training): where the time of a step goes. tpuperf calls the same ops."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for d in draws:
             opt.zero_grad()
-            for part in step_batches(graphs, d):
+            for part in step_batches(graphs, d, overhead):
                 b = make_batch(tile, [graphs[g] for g, _ in part], [c for _, c in part])
                 (listmle_loss(model(b), b["target"], b["mask"]) * (len(part) / len(d))).backward()
             if grad_clip > 0:
@@ -524,6 +529,7 @@ def main():
     params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=a.weight_decay)
     sampler = SlateSampler([g.num_configs for g in graphs], a.seed, a.fold, a.graphs_per_step, slate)
+    overhead = batch_overhead_in_node_slots(a.hidden, a.layers)
     spe = a.steps_per_epoch or sampler.steps_per_pass()
     total, step_no, epochs = a.epochs * spe, 0, []
     for epoch in range(a.epochs):
@@ -536,7 +542,7 @@ def main():
                 group["lr"] = learning_rate(a, step_no, total)
             opt.zero_grad()
             d = draws[step]
-            for part in step_batches(graphs, d):
+            for part in step_batches(graphs, d, overhead):
                 t_batch = time.perf_counter()
                 b = make_batch(tile, [graphs[g] for g, _ in part], [c for _, c in part])
                 batch_s += time.perf_counter() - t_batch
@@ -564,7 +570,7 @@ def main():
               f"{out['params_compared']} tensors")
     if a.profile_steps > 0:
         extra = [sampler.draw(a.epochs, s) for s in range(a.profile_steps)]
-        out["profile"] = profile_steps(model, opt, params, tile, graphs, extra, a.grad_clip)
+        out["profile"] = profile_steps(model, opt, params, tile, graphs, extra, a.grad_clip, overhead)
         print("self CPU time by op: " + ", ".join(f"{p['op']} {100 * p['share']:.0f}%" for p in out["profile"]))
     print(f"{label}: {out['configs_per_s']:.1f} configs/s over {a.epochs} epochs")
     if a.json:

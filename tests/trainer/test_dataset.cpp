@@ -20,6 +20,7 @@
 #include "common/metrics.h"
 #include "common/shard.h"
 #include "trainer/dataset.h"
+#include "trainer/fold_training.h"
 #include "trainer/sampler.h"
 
 namespace tpuperf {
@@ -676,6 +677,25 @@ TEST(Sampler, DealsGraphsByBatchedWork) {
   }
   EXPECT_THROW(SlateSampler(counts, options(), {1, 2}), Error);
   EXPECT_THROW(SlateSampler({3, 4}, options(), {1, 0}), Error);
+}
+
+TEST(Sampler, BatchOverheadFollowsTheModelSize) {
+  ModelOptions m;
+  m.hidden = 32, m.layers = 2;  // the calibration point
+  EXPECT_EQ(batch_overhead_in_node_slots(m), 2000);
+  m.layers = 4;
+  EXPECT_EQ(batch_overhead_in_node_slots(m), 1000);
+  m.hidden = 64, m.layers = 2;
+  EXPECT_EQ(batch_overhead_in_node_slots(m), 500);
+  m.hidden = 32, m.layers = 0;  // no SAGE block: still a finite overhead
+  EXPECT_EQ(batch_overhead_in_node_slots(m), 4000);
+  EXPECT_EQ(batch_overhead_in_node_slots(ModelOptions{}), 333);  // hidden 64, 3 layers
+  // Slates of 32 and 8 configs on graphs of cost 50: the small model pads the narrow one
+  // into one batch (2000 + 32 x 100 < 2 x 2000 + 32 x 50 + 8 x 50); the default model's
+  // lower overhead gives it a batch of its own (2 x 333 + 2000 < 333 + 3200).
+  m.hidden = 32, m.layers = 2;
+  EXPECT_EQ(batches_by_width({32, 8}, {50, 50}, batch_overhead_in_node_slots(m)).size(), 1u);
+  EXPECT_EQ(batches_by_width({32, 8}, {50, 50}, batch_overhead_in_node_slots(ModelOptions{})).size(), 2u);
 }
 
 TEST(Sampler, DealImprovesOnTheGreedyPassBySwaps) {
