@@ -229,7 +229,8 @@ int64_t batch_overhead_in_node_slots(const ModelOptions& model) {
   // shrinks by that factor. With 2000 kept at 64/3 (the schema's default model) the
   // sampler padded narrow slates into wide batches instead of giving them their own; 333
   // there took 4-epoch tile runs (small tree) from 6526-6755 to 6739-7133 configs/s on 1
-  // rank and from 11173-11606 to 12341-12965 on 2.
+  // rank and from 11173-11606 to 12341-12965 on 2. Measured on tile only: layout slates
+  // are rarely narrower than train.layout_slate, so layout steps stay one batch anyway.
   constexpr int64_t kCalibratedOverhead = 2000, kCalibratedSize = 2 * 32 * 32;
   const int64_t size = std::max<int64_t>(model.layers, 1) * model.hidden * model.hidden;
   return kCalibratedOverhead * kCalibratedSize / std::max<int64_t>(size, 1);
