@@ -499,7 +499,7 @@ if tp:
                      f"{'n/a' if wd is None else f'{wd:.1e}'} | {loads(t)}; {loads(r)} |")
     lines += ["", "Where the reference's step time goes (self CPU time per LibTorch op, PyTorch profiler "
               "on 3 extra reference steps after training; tpuperf does the same math with fused "
-              "kernels, trainer/fused_ops.h; the reference's Python-side batch building is given as "
+              "kernels, trainer/kernels/fused_ops.h; the reference's Python-side batch building is given as "
               "its share of the timed steps):", ""]
     for c in colls:
         r = [x for x in by(runs, collection=c, tool="reference") if x.get("profile")]
@@ -509,7 +509,7 @@ if tp:
     lines += ["", "The reference builds the same modules in the same order from the same seeds, draws "
               "the same slates and splits each step's graphs into the same batches by slate width "
               "(tpuperf's sampler re-implemented). Dropout masks cannot match: tpuperf "
-              "draws them by hashing (seed, element index) with splitmix64 (trainer/fused_ops.h), the "
+              "draws them by hashing (seed, element index) with splitmix64 (trainer/kernels/fused_ops.h), the "
               "reference uses plain nn.Dropout (torch's bernoulli_). So the same-work check is a "
               "separate run of both sides with model dropout 0 (all else equal, "
               f"{tp.get('check_epochs', '?')} epochs): its per-epoch training losses and final "

@@ -10,7 +10,7 @@ order, the same slates (the splitmix64 sampler re-implemented), the same initial
 batches (a step's graphs split by slate width: sampler.cpp batches_by_width) and batch
 layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient clipping.
 Dropout is plain nn.Dropout, whose masks differ from tpuperf's (a splitmix64 hash of seed
-and element, trainer/fused_ops.h). So with --dropout 0 (and tpuperf's model dropout 0) its
+and element, trainer/kernels/fused_ops.h). So with --dropout 0 (and tpuperf's model dropout 0) its
 per-epoch losses should equal the ones tpuperf logs, and its final weights the fold's
 last.pt (--compare-checkpoint), up to float rounding: that is the check that both sides
 train the same thing before their speeds are compared (bench_train.sh runs it apart from

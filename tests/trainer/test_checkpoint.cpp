@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "trainer/checkpoint.h"
-#include "trainer/fold_training.h"
+#include "trainer/train/checkpoint.h"
+#include "trainer/train/fold_training.h"
 
 using namespace tpuperf;
 using ::testing::HasSubstr;

@@ -19,9 +19,9 @@
 #include "common/manifest.h"
 #include "common/metrics.h"
 #include "common/shard.h"
-#include "trainer/dataset.h"
-#include "trainer/fold_training.h"
-#include "trainer/sampler.h"
+#include "trainer/train/dataset.h"
+#include "trainer/train/fold_training.h"
+#include "trainer/train/sampler.h"
 
 namespace tpuperf {
 namespace {

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "trainer/fused_ops.h"
-#include "trainer/graph_ops.h"
+#include "trainer/kernels/fused_ops.h"
+#include "trainer/models/graph_ops.h"
 
 namespace tpuperf {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "trainer/losses.h"
+#include "trainer/losses/losses.h"
 
 namespace tpuperf {
 namespace {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "common/error.h"
-#include "trainer/batch.h"
-#include "trainer/graph_ops.h"
-#include "trainer/losses.h"
-#include "trainer/models.h"
+#include "trainer/train/batch.h"
+#include "trainer/models/graph_ops.h"
+#include "trainer/losses/losses.h"
+#include "trainer/models/models.h"
 
 namespace tpuperf {
 namespace {

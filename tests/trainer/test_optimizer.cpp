@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "trainer/optimizer.h"
+#include "trainer/train/optimizer.h"
 
 namespace tpuperf {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "common/config.h"
 #include "common/error.h"
-#include "trainer/compute_threads.h"
-#include "trainer/distributed.h"
+#include "trainer/train/compute_threads.h"
+#include "trainer/train/distributed.h"
 
 using namespace tpuperf;
 

@@ -1,4 +1,4 @@
-#include "trainer/graph_ops.h"
+#include "trainer/models/graph_ops.h"
 
 #include <tuple>
 #include <utility>

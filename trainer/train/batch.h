@@ -13,7 +13,7 @@
 #include "common/collection.h"
 #include "common/graph.h"
 #include "common/processed_graph.h"
-#include "trainer/graph_ops.h"
+#include "trainer/models/graph_ops.h"
 
 namespace tpuperf {
 

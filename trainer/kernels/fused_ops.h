@@ -32,7 +32,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trainer/graph_ops.h"
+#include "trainer/models/graph_ops.h"
 
 namespace tpuperf {
 

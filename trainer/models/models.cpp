@@ -1,11 +1,11 @@
-#include "trainer/models.h"
+#include "trainer/models/models.h"
 
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "common/error.h"
-#include "trainer/fused_ops.h"
+#include "trainer/kernels/fused_ops.h"
 
 namespace tpuperf {
 

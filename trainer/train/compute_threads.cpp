@@ -1,4 +1,4 @@
-#include "trainer/compute_threads.h"
+#include "trainer/train/compute_threads.h"
 
 #include <dlfcn.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "trainer/batch.h"
+#include "trainer/train/batch.h"
 
 #include <algorithm>
 #include <string>

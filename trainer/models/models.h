@@ -18,7 +18,7 @@
 
 #include <torch/torch.h>
 
-#include "trainer/batch.h"
+#include "trainer/train/batch.h"
 
 namespace tpuperf {
 

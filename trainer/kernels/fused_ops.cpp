@@ -1,4 +1,4 @@
-#include "trainer/fused_ops.h"
+#include "trainer/kernels/fused_ops.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>

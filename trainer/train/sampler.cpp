@@ -1,4 +1,4 @@
-#include "trainer/sampler.h"
+#include "trainer/train/sampler.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "trainer/optimizer.h"
+#include "trainer/train/optimizer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "trainer/allocator.h"
+#include "trainer/train/allocator.h"
 
 #include <malloc.h>
 

@@ -1,4 +1,4 @@
-#include "trainer/run_identity.h"
+#include "trainer/train/run_identity.h"
 
 #include <spdlog/spdlog.h>
 

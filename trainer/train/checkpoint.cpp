@@ -1,4 +1,4 @@
-#include "trainer/checkpoint.h"
+#include "trainer/train/checkpoint.h"
 
 
 #include <cstdio>

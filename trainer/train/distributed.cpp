@@ -1,4 +1,4 @@
-#include "trainer/distributed.h"
+#include "trainer/train/distributed.h"
 
 #include <torch/torch.h>
 

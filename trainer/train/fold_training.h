@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "common/config.h"
-#include "trainer/dataset.h"
+#include "trainer/train/dataset.h"
 #include "trainer/eval/predictions.h"
-#include "trainer/losses.h"
-#include "trainer/models.h"
+#include "trainer/losses/losses.h"
+#include "trainer/models/models.h"
 
 namespace tpuperf {
 

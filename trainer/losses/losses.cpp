@@ -1,4 +1,4 @@
-#include "trainer/losses.h"
+#include "trainer/losses/losses.h"
 
 #include <limits>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/batch.h"
+#include "trainer/train/batch.h"
 
 namespace tpuperf {
 

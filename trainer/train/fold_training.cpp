@@ -1,4 +1,4 @@
-#include "trainer/fold_training.h"
+#include "trainer/train/fold_training.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,14 +13,14 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/progress.h"
-#include "trainer/batch.h"
-#include "trainer/checkpoint.h"
-#include "trainer/distributed.h"
+#include "trainer/train/batch.h"
+#include "trainer/train/checkpoint.h"
+#include "trainer/train/distributed.h"
 #include "trainer/eval/report.h"
 #include "trainer/eval/submission.h"
-#include "trainer/optimizer.h"
+#include "trainer/train/optimizer.h"
 #include "pipeline/preprocess/plan.h"
-#include "trainer/sampler.h"
+#include "trainer/train/sampler.h"
 
 namespace tpuperf {
 

@@ -1,4 +1,4 @@
-#include "trainer/dataset.h"
+#include "trainer/train/dataset.h"
 
 #include <chrono>
 #include <numeric>

@@ -3,8 +3,8 @@
 #include "common/cli.h"
 #include "common/config.h"
 #include "common/mpi_env.h"
-#include "trainer/allocator.h"
-#include "trainer/run_training.h"
+#include "trainer/train/allocator.h"
+#include "trainer/train/run_training.h"
 
 using namespace tpuperf;
 

@@ -1,4 +1,4 @@
-#include "trainer/run_training.h"
+#include "trainer/train/run_training.h"
 
 #include <torch/torch.h>
 
@@ -13,15 +13,15 @@
 #include "common/manifest.h"
 #include "common/metrics.h"
 #include "common/tool_main.h"
-#include "trainer/checkpoint.h"
-#include "trainer/compute_threads.h"
-#include "trainer/distributed.h"
+#include "trainer/train/checkpoint.h"
+#include "trainer/train/compute_threads.h"
+#include "trainer/train/distributed.h"
 #include "trainer/eval/ensemble.h"
-#include "trainer/run_identity.h"
+#include "trainer/train/run_identity.h"
 #include "trainer/eval/report.h"
 #include "trainer/eval/scoring.h"
 #include "trainer/eval/submission.h"
-#include "trainer/fold_training.h"
+#include "trainer/train/fold_training.h"
 
 namespace tpuperf {
 
