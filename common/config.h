@@ -28,6 +28,11 @@ struct ConfigKey {
 
 // All keys tpuperf knows, in the order they are documented and dumped.
 const std::vector<ConfigKey>& config_schema();
+// Sets the allowed values of a String key whose choices come from a registry of another
+// part (the trainer's models and losses: the schema lists them, common/ cannot). Until
+// the owner registers them the key takes any string; the owner's tools register before
+// they parse a config. Throws Error on an unknown key.
+void set_schema_choices(const std::string& key, std::vector<std::string> choices);
 
 class Config {
  public:

@@ -7,10 +7,10 @@
 #include <random>
 #include <vector>
 
-#include "trainer/train/batch.h"
+#include "trainer/models/batch.h"
 #include "trainer/models/graph_ops.h"
-#include "trainer/losses/losses.h"
-#include "trainer/models/models.h"
+#include "trainer/losses/registry.h"
+#include "tests/trainer/model_test_util.h"
 
 namespace tpuperf {
 namespace {
@@ -210,8 +210,9 @@ std::vector<ProcessedGraph> tiny_graphs(Kind kind, std::mt19937_64& rng) {
 
 // With dropout > 0 the model stays in training mode and every evaluation reseeds torch,
 // so finite differences see the masks autograd saw.
-template <typename Model>
-void check_model_gradients(Kind kind, double dropout) {
+void check_model_gradients(const ModelArch& arch, double dropout) {
+  SCOPED_TRACE(arch.name + " dropout " + std::to_string(dropout));
+  const Kind kind = arch.kind;
   std::mt19937_64 rng(3);
   const auto graphs = tiny_graphs(kind, rng);
   const auto batch = batch_to_dtype(make_batch(kind, {&graphs[0], &graphs[1]}, {{0, 1, 2}, {3, 1}}),
@@ -222,7 +223,7 @@ void check_model_gradients(Kind kind, double dropout) {
   opts.dropout = dropout;
   opts.opcode_dim = 2;
   opts.attention_heads = 2;
-  Model model(3, opts);
+  ModelPtr model = model_of(arch, 3, opts);
   model->to(torch::kFloat64);
   for (const std::string loss_name : {"listmle", "hinge"}) {
     LossOptions lo;
@@ -230,7 +231,7 @@ void check_model_gradients(Kind kind, double dropout) {
     lo.margin = 10.0;  // every pair active: keeps the hinge away from its kink
     const std::function<torch::Tensor()> loss_of = [&]() -> torch::Tensor {
       torch::manual_seed(7);
-      return ranking_loss(lo, model(batch), batch.target, batch.config_mask);
+      return ranking_loss(lo, model->forward(batch), batch.target, batch.config_mask);
     };
     model->zero_grad();
     loss_of().backward();
@@ -258,14 +259,11 @@ void check_model_gradients(Kind kind, double dropout) {
   }
 }
 
-TEST_F(GraphOps, TileModelLossGradientsMatchFiniteDifferences) {
-  check_model_gradients<TileModel>(Kind::Tile, 0.0);
-  check_model_gradients<TileModel>(Kind::Tile, 0.3);
-}
-
-TEST_F(GraphOps, LayoutModelLossGradientsMatchFiniteDifferences) {
-  check_model_gradients<LayoutModel>(Kind::Layout, 0.0);
-  check_model_gradients<LayoutModel>(Kind::Layout, 0.3);
+TEST_F(GraphOps, ModelLossGradientsMatchFiniteDifferences) {
+  for (const ModelArch& arch : model_archs()) {
+    check_model_gradients(arch, 0.0);
+    check_model_gradients(arch, 0.3);
+  }
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "trainer/losses/losses.h"
+#include "common/config.h"
+#include "trainer/losses/ranking_losses.h"
+#include "trainer/losses/registry.h"
 
 namespace tpuperf {
 namespace {
@@ -104,8 +106,21 @@ TEST_F(Losses, ByName) {
   LossOptions bad;
   bad.name = "mse";
   EXPECT_THROW(ranking_loss(bad, s, t, m), Error);
-  EXPECT_THROW(check_loss_name("ListMLE"), Error);
-  EXPECT_NO_THROW(check_loss_name("hinge"));
+  EXPECT_THROW(find_loss("ListMLE"), Error);
+  EXPECT_NO_THROW(find_loss("hinge"));
+  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge"}));
+}
+
+// The schema's train.loss takes exactly the table's names once the trainer registers them.
+TEST_F(Losses, ConfigChoicesComeFromTheTable) {
+  register_loss_choices();
+  EXPECT_NO_THROW(Config::load("", {"train.loss=hinge"}));
+  try {
+    Config::load("", {"train.loss=ListMLE"});
+    FAIL() << "an unknown loss was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("listmle, hinge"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

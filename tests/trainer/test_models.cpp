@@ -1,5 +1,5 @@
-// Batches and models: shapes, decoding, equivariance to slate order, cross-config mixing,
-// and learning a small synthetic ranking problem.
+// Every registered model: output shapes, equivariance to slate order, cross-config mixing,
+// dropout replay, batches that add up, and learning a small synthetic ranking problem.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -9,11 +9,12 @@
 #include <random>
 #include <vector>
 
+#include "common/config.h"
 #include "common/error.h"
-#include "trainer/train/batch.h"
-#include "trainer/models/graph_ops.h"
-#include "trainer/losses/losses.h"
-#include "trainer/models/models.h"
+#include "tests/trainer/model_test_util.h"
+#include "trainer/losses/registry.h"
+#include "trainer/models/batch.h"
+#include "trainer/models/blocks.h"
 
 namespace tpuperf {
 namespace {
@@ -28,119 +29,53 @@ class Models : public ::testing::Test {
   }
 };
 
-ProcessedGraph random_graph(Kind kind, std::mt19937_64& rng, int64_t n, int64_t c, int64_t nc = 3) {
-  ProcessedGraph g;
-  g.collection = kind == Kind::Tile ? "tile:xla" : "layout:xla:random";
-  g.name = "g" + std::to_string(rng() % 100000);
-  g.num_nodes = n;
-  g.num_node_feat = kFeat;
-  std::normal_distribution<float> normal;
-  for (int64_t i = 0; i < n * kFeat; ++i) g.node_feat.push_back(normal(rng));
-  for (int64_t i = 0; i < n; ++i) g.node_opcode.push_back(static_cast<uint8_t>(rng() % 121));
-  for (int64_t u = 1; u < n; ++u) {
-    g.edge_index.push_back(static_cast<int32_t>(u));
-    g.edge_index.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(u)));
-  }
-  for (int64_t k = 0; k < c; ++k)
-    g.config_runtime.push_back(1000 + static_cast<int64_t>(rng() % 1000));
-  if (kind == Kind::Tile) {
-    for (int64_t i = 0; i < c * kTileConfigDim; ++i)
-      g.config_feat.push_back(static_cast<float>(rng() % 16));
-    g.config_runtime_normalizers.assign(static_cast<size_t>(c), 1);
-  } else {
-    for (int64_t i = 0; i < nc; ++i)
-      g.node_config_ids.push_back(static_cast<int32_t>(i * (n / nc)));
-    for (int64_t i = 0; i < c * nc; ++i) {
-      int8_t v[kLayoutConfigDim];
-      for (auto& x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 7) - 1);
-      g.node_config_packed.push_back(pack_layout_values(v));
-    }
-  }
-  return g;
-}
-
-ModelOptions small_options(int64_t heads = 2) {
-  ModelOptions o;
-  o.hidden = 16;
-  o.layers = 2;
-  o.dropout = 0.0;
-  o.opcode_dim = 4;
-  o.attention_heads = heads;
-  return o;
-}
-
-TEST_F(Models, TileBatchLayout) {
-  std::mt19937_64 rng(1);
-  auto a = random_graph(Kind::Tile, rng, 5, 6), b = random_graph(Kind::Tile, rng, 3, 4);
-  b.config_runtime[2] = 300;
-  b.config_runtime_normalizers[2] = 4;
-  const auto batch = make_batch(Kind::Tile, {&a, &b}, {{0, 1, 2}, {2}});
-  EXPECT_EQ(batch.num_graphs, 2);
-  EXPECT_EQ(batch.slate, 3);
-  EXPECT_EQ(batch.num_nodes, 8);
-  EXPECT_EQ(batch.node_offsets, (std::vector<int64_t>{0, 5, 8}));
-  EXPECT_EQ(batch.node_graph[6].item<int64_t>(), 1);
-  // Graph b's first edge [1, x] is shifted by 5 nodes.
-  EXPECT_EQ(batch.edges.consumer[4].item<int64_t>(), 6);
-  EXPECT_EQ(batch.edges.producer[4].item<int64_t>(), 5 + b.edge_index[1]);
-  EXPECT_EQ(batch.config_mask[1][0].item<bool>(), true);
-  EXPECT_EQ(batch.config_mask[1][1].item<bool>(), false);
-  EXPECT_EQ(batch.config_index[1][2].item<int64_t>(), 2);  // padding repeats slot 0
-  EXPECT_DOUBLE_EQ(batch.target[1][0].item<double>(), 75.0);
-  EXPECT_DOUBLE_EQ(batch.target[1][1].item<double>(), 0.0);
-  EXPECT_EQ(batch.config_feat.sizes(), (std::vector<int64_t>{2, 3, 24}));
-  EXPECT_EQ(batch.config_feat[0][1][5].item<float>(), a.config_feat[24 + 5]);
-  EXPECT_EQ(batch.node_feat[6][1].item<float>(), b.node_feat[kFeat + 1]);
-  EXPECT_THROW(make_batch(Kind::Tile, {&a}, {{6}}), Error);
-  EXPECT_THROW(make_batch(Kind::Tile, {&a}, {{}}), Error);
-}
-
-TEST_F(Models, LayoutBatchDecodesValues) {
-  std::mt19937_64 rng(2);
-  auto a = random_graph(Kind::Layout, rng, 6, 2, 2), b = random_graph(Kind::Layout, rng, 9, 3, 3);
-  int8_t v[kLayoutConfigDim];
-  for (int j = 0; j < kLayoutConfigDim; ++j) v[j] = static_cast<int8_t>(j % 7 - 1);
-  b.node_config_packed[2 * 3 + 1] = pack_layout_values(v);  // config 2, node_config_ids[1]
-  const auto batch = make_batch(Kind::Layout, {&a, &b}, {{1, 0}, {2}});
-  ASSERT_EQ(batch.config_node.size(0), 5);
-  EXPECT_EQ(batch.config_node[3].item<int64_t>(), 6 + b.node_config_ids[1]);
-  ASSERT_EQ(batch.config_values.sizes(), (std::vector<int64_t>{2, 5, 18}));
-  for (int j = 0; j < kLayoutConfigDim; ++j) {
-    EXPECT_EQ(batch.config_values[0][3][j].item<int64_t>(), j * 7 + (j % 7));
-    EXPECT_EQ(batch.config_values[1][3][j].item<int64_t>(), j * 7 + (j % 7));  // padding
-  }
-  EXPECT_DOUBLE_EQ(batch.target[0][0].item<double>(), static_cast<double>(a.config_runtime[1]));
-}
-
-TEST_F(Models, OutputShapes) {
+TEST_F(Models, EveryArchitectureScoresEverySlot) {
   std::mt19937_64 rng(3);
-  for (Kind kind : {Kind::Tile, Kind::Layout}) {
-    auto a = random_graph(kind, rng, 7, 5), b = random_graph(kind, rng, 4, 5);
-    const auto batch = make_batch(kind, {&a, &b}, {{0, 1, 2, 3}, {4, 0}});
-    const auto scores = kind == Kind::Tile ? TileModel(kFeat, small_options())->forward(batch)
-                                           : LayoutModel(kFeat, small_options())->forward(batch);
-    EXPECT_EQ(scores.sizes(), (std::vector<int64_t>{2, 4}));
-    EXPECT_TRUE(torch::isfinite(scores).all().item<bool>());
+  for (const ModelArch& arch : model_archs()) {
+    auto a = random_graph(arch.kind, rng, 7, 5), b = random_graph(arch.kind, rng, 4, 5);
+    const auto batch = make_batch(arch.kind, {&a, &b}, {{0, 1, 2, 3}, {4, 0}});
+    const auto scores = model_of(arch, kFeat, small_options())->forward(batch);
+    EXPECT_EQ(scores.sizes(), (std::vector<int64_t>{2, 4})) << arch.name;
+    EXPECT_TRUE(torch::isfinite(scores).all().item<bool>()) << arch.name;
   }
 }
 
-template <typename Model>
-torch::Tensor scores_of(Model& model, Kind kind, const std::vector<ProcessedGraph>& graphs,
+TEST_F(Models, RegistryNamesUnknownArchitecturesAndBadOptions) {
+  ModelSpec spec = spec_of(default_arch(Kind::Tile), kFeat, small_options());
+  spec.arch = "sage";  // a layout model
+  try {
+    make_model(spec);
+    FAIL() << "a layout architecture built a tile model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.tile.arch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("early_join"), std::string::npos) << e.what();
+  }
+  spec = spec_of(default_arch(Kind::Layout), kFeat, small_options(3));  // 3 does not divide 16
+  EXPECT_THROW(make_model(spec), Error);
+  EXPECT_EQ(model_arch_names(Kind::Tile), (std::vector<std::string>{"early_join", "late_join"}));
+  // The schema takes exactly the registered names once the trainer registers them.
+  register_model_choices();
+  EXPECT_NO_THROW(Config::load("", {"model.tile.arch=late_join"}));
+  EXPECT_THROW(Config::load("", {"model.tile.arch=sage"}), Error);
+}
+
+torch::Tensor scores_of(RankingModel& model, Kind kind, const std::vector<ProcessedGraph>& graphs,
                         const std::vector<std::vector<int64_t>>& configs) {
   torch::NoGradGuard no_grad;
-  return model->forward(make_batch(kind, {&graphs[0], &graphs[1]}, configs));
+  return model.forward(make_batch(kind, {&graphs[0], &graphs[1]}, configs));
 }
 
-template <typename Model>
-void check_equivariance_and_mixing(Kind kind) {
+void check_equivariance_and_mixing(const ModelArch& arch) {
+  SCOPED_TRACE(arch.name);
+  const Kind kind = arch.kind;
   std::mt19937_64 rng(4);
   const std::vector<ProcessedGraph> graphs = {random_graph(kind, rng, 8, 6),
                                               random_graph(kind, rng, 5, 6)};
-  Model model(kFeat, small_options());
+  ModelPtr model = model_of(arch, kFeat, small_options());
   model->eval();
-  const torch::Tensor base = scores_of(model, kind, graphs, {{0, 1, 2, 3}, {5, 4, 3}});
+  const torch::Tensor base = scores_of(*model, kind, graphs, {{0, 1, 2, 3}, {5, 4, 3}});
   // Reordered slates: each config keeps its score.
-  const torch::Tensor perm = scores_of(model, kind, graphs, {{2, 0, 3, 1}, {3, 5, 4}});
+  const torch::Tensor perm = scores_of(*model, kind, graphs, {{2, 0, 3, 1}, {3, 5, 4}});
   const std::vector<std::pair<int, int>> g0 = {{0, 1}, {1, 3}, {2, 0}, {3, 2}};  // base, perm
   for (const auto& ij : g0) {
     const int64_t i = ij.first, j = ij.second;
@@ -150,23 +85,22 @@ void check_equivariance_and_mixing(Kind kind) {
   EXPECT_NEAR(base[1][2].item<float>(), perm[1][0].item<float>(), 1e-5);
 
   // Replacing config 3 by 4 in graph 0's slate changes the scores of the other configs.
-  const torch::Tensor changed = scores_of(model, kind, graphs, {{0, 1, 2, 4}, {5, 4, 3}});
+  const torch::Tensor changed = scores_of(*model, kind, graphs, {{0, 1, 2, 4}, {5, 4, 3}});
   EXPECT_GT((changed[0].slice(0, 0, 3) - base[0].slice(0, 0, 3)).abs().max().item<float>(), 1e-4);
   // ... but not those of the other graph.
   EXPECT_TRUE(torch::allclose(changed[1], base[1], 1e-5, 1e-6));
 
   // Control: without attention, other slots do not move.
-  Model plain(kFeat, small_options(0));
+  ModelPtr plain = model_of(arch, kFeat, small_options(0));
   plain->eval();
-  const torch::Tensor p0 = scores_of(plain, kind, graphs, {{0, 1, 2, 3}, {5, 4, 3}});
-  const torch::Tensor p1 = scores_of(plain, kind, graphs, {{0, 1, 2, 4}, {5, 4, 3}});
+  const torch::Tensor p0 = scores_of(*plain, kind, graphs, {{0, 1, 2, 3}, {5, 4, 3}});
+  const torch::Tensor p1 = scores_of(*plain, kind, graphs, {{0, 1, 2, 4}, {5, 4, 3}});
   EXPECT_TRUE(torch::allclose(p0[0].slice(0, 0, 3), p1[0].slice(0, 0, 3), 1e-5, 1e-6));
   EXPECT_GT((p0[0][3] - p1[0][3]).abs().item<float>(), 1e-5);
 }
 
-TEST_F(Models, TileEquivariantAndMixing) { check_equivariance_and_mixing<TileModel>(Kind::Tile); }
-TEST_F(Models, LayoutEquivariantAndMixing) {
-  check_equivariance_and_mixing<LayoutModel>(Kind::Layout);
+TEST_F(Models, EquivariantToSlateOrderAndMixingOnlyWithAttention) {
+  for (const ModelArch& arch : model_archs()) check_equivariance_and_mixing(arch);
 }
 
 // Training-mode dropout draws its masks from torch's generator: the same torch seed replays
@@ -174,21 +108,19 @@ TEST_F(Models, LayoutEquivariantAndMixing) {
 // evaluation mode applies no dropout.
 TEST_F(Models, DropoutFollowsTorchSeedAndIsOffInEval) {
   std::mt19937_64 rng(7);
-  for (Kind kind : {Kind::Tile, Kind::Layout}) {
-    auto a = random_graph(kind, rng, 9, 5), b = random_graph(kind, rng, 6, 5);
-    const auto batch = make_batch(kind, {&a, &b}, {{0, 1, 2, 3}, {4, 0}});
-    auto opts = small_options();
-    opts.dropout = 0.5;
-    torch::nn::AnyModule model = kind == Kind::Tile ? torch::nn::AnyModule(TileModel(kFeat, opts))
-                                                    : torch::nn::AnyModule(LayoutModel(kFeat, opts));
+  for (const ModelArch& arch : model_archs()) {
+    SCOPED_TRACE(arch.name);
+    auto a = random_graph(arch.kind, rng, 9, 5), b = random_graph(arch.kind, rng, 6, 5);
+    const auto batch = make_batch(arch.kind, {&a, &b}, {{0, 1, 2, 3}, {4, 0}});
+    ModelPtr model = model_of(arch, kFeat, small_options(2, 0.5));
     torch::NoGradGuard no_grad;
     const auto scores = [&](uint64_t seed) {
       torch::manual_seed(seed);
-      return model.forward(batch);
+      return model->forward(batch);
     };
     EXPECT_TRUE(torch::equal(scores(1), scores(1)));
     EXPECT_FALSE(torch::allclose(scores(1), scores(2)));
-    model.ptr()->eval();
+    model->eval();
     EXPECT_TRUE(torch::equal(scores(1), scores(2)));
   }
 }
@@ -201,7 +133,7 @@ void check_split_block(int64_t H) {
   auto a = random_graph(Kind::Tile, rng, 9, 4), b = random_graph(Kind::Tile, rng, 1, 4),
        c = random_graph(Kind::Tile, rng, 6, 4);
   const auto batch = make_batch(Kind::Tile, {&a, &b, &c}, {{0, 1, 2}, {3, 0, 1}, {2, 3, 0}});
-  const auto adj = Adjacency::build(batch.edges, batch.num_nodes);
+  const BatchGraph graph(batch);
   const int64_t S = 3, G = 3;
   SageBlock block(H, 0.3);
   const auto node0 = torch::randn({batch.num_nodes, H}), slot0 = torch::randn({S, G, H});
@@ -210,8 +142,8 @@ void check_split_block(int64_t H) {
     block->zero_grad();
     const auto node = node0.clone().requires_grad_(), slot = slot0.clone().requires_grad_();
     torch::manual_seed(5);  // the same dropout mask for both
-    const auto out = split ? block->forward_split(node, slot, batch.node_graph, adj)
-                           : block(node.unsqueeze(0) + slot.index_select(1, batch.node_graph), adj);
+    const auto out = split ? block->forward_split(node, slot, graph)
+                           : block->forward(node.unsqueeze(0) + slot.index_select(1, batch.node_graph), graph);
     out.backward(grad_out);
     return std::vector<torch::Tensor>{out.detach(), node.grad(), slot.grad(),
                                       block->linear->weight.grad().clone(),
@@ -234,8 +166,7 @@ TEST_F(Models, SplitSageBlockRejectsEdgesBetweenGraphs) {
   auto batch = make_batch(Kind::Tile, {&a, &b}, {{0, 1}, {1, 0}});
   batch.edges.producer[0] = batch.num_nodes - 1;  // an edge from graph 1 into graph 0
   SageBlock block(8, 0.0);
-  EXPECT_THROW(block->forward_split(torch::randn({batch.num_nodes, 8}), torch::randn({2, 2, 8}),
-                                    batch.node_graph, Adjacency::build(batch.edges, batch.num_nodes)),
+  EXPECT_THROW(block->forward_split(torch::randn({batch.num_nodes, 8}), torch::randn({2, 2, 8}), BatchGraph(batch)),
                c10::Error);
 }
 
@@ -244,13 +175,14 @@ TEST_F(Models, SplitSageBlockRejectsEdgesBetweenGraphs) {
 // a batch must not change a graph's loss, so the gradients equal those of one batch of
 // them all. Graph 4 has one config, so no pair for hinge, which averages over the graphs
 // with a pair: it must count in neither way of batching.
-template <typename Model>
-void check_batches_add_up(Kind kind) {
+void check_batches_add_up(const ModelArch& arch) {
+  SCOPED_TRACE(arch.name);
+  const Kind kind = arch.kind;
   std::mt19937_64 rng(11);
   std::vector<ProcessedGraph> graphs;
   for (int64_t n : {7, 4, 9, 5, 6}) graphs.push_back(random_graph(kind, rng, n, 6));
   const std::vector<std::vector<int64_t>> slates = {{0, 1, 2, 3, 4, 5}, {2, 0}, {5, 1, 3, 4}, {1, 3}, {2}};
-  Model model(kFeat, small_options());
+  ModelPtr model = model_of(arch, kFeat, small_options());
   const std::function<torch::Tensor(const Batch&)> forward = [&](const Batch& b) { return model->forward(b); };
   for (const char* loss : {"hinge", "listmle"}) {
     LossOptions opts;
@@ -287,8 +219,9 @@ void check_batches_add_up(Kind kind) {
   }
 }
 
-TEST_F(Models, TileBatchesOfAStepAddUpToOneBatch) { check_batches_add_up<TileModel>(Kind::Tile); }
-TEST_F(Models, LayoutBatchesOfAStepAddUpToOneBatch) { check_batches_add_up<LayoutModel>(Kind::Layout); }
+TEST_F(Models, BatchesOfAStepAddUpToOneBatch) {
+  for (const ModelArch& arch : model_archs()) check_batches_add_up(arch);
+}
 
 // Fraction of real pairs with distinct targets that the scores order correctly.
 double pairwise_accuracy(const torch::Tensor& scores, const Batch& batch) {
@@ -363,8 +296,7 @@ std::vector<ProcessedGraph> synthetic_layout(std::mt19937_64& rng, int count) {
 
 // Trains on slates of 16 configs drawn afresh each step from the first 48 configs of each
 // graph (as real training does), then returns the pairwise accuracy on the other 16.
-template <typename Model>
-double train_and_evaluate(Kind kind, const std::vector<ProcessedGraph>& graphs,
+double train_and_evaluate(const ModelArch& arch, const std::vector<ProcessedGraph>& graphs,
                           const std::string& loss, int steps) {
   std::vector<const ProcessedGraph*> ptrs;
   std::vector<std::vector<int64_t>> eval_slates;
@@ -373,8 +305,9 @@ double train_and_evaluate(Kind kind, const std::vector<ProcessedGraph>& graphs,
     eval_slates.push_back({});
     for (int64_t k = kTrainConfigs; k < g.num_configs(); ++k) eval_slates.back().push_back(k);
   }
+  const Kind kind = arch.kind;
   const Batch held_out = make_batch(kind, ptrs, eval_slates);
-  Model model(kFeat, small_options());
+  ModelPtr model = model_of(arch, kFeat, small_options());
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(3e-3));
   LossOptions lo;
   lo.name = loss;
@@ -398,18 +331,13 @@ double train_and_evaluate(Kind kind, const std::vector<ProcessedGraph>& graphs,
   return pairwise_accuracy(model->forward(held_out), held_out);
 }
 
-TEST_F(Models, TileModelLearnsSyntheticRanking) {
-  std::mt19937_64 rng(5);
-  const auto graphs = synthetic_tile(rng, 8);
-  const double acc = train_and_evaluate<TileModel>(Kind::Tile, graphs, "hinge", 300);
-  EXPECT_GT(acc, 0.8);
-}
-
-TEST_F(Models, LayoutModelLearnsSyntheticRanking) {
-  std::mt19937_64 rng(6);
-  const auto graphs = synthetic_layout(rng, 8);
-  const double acc = train_and_evaluate<LayoutModel>(Kind::Layout, graphs, "listmle", 300);
-  EXPECT_GT(acc, 0.8);
+TEST_F(Models, EveryArchitectureLearnsSyntheticRanking) {
+  for (const ModelArch& arch : model_archs()) {
+    std::mt19937_64 rng(arch.kind == Kind::Tile ? 5 : 6);
+    const auto graphs = arch.kind == Kind::Tile ? synthetic_tile(rng, 8) : synthetic_layout(rng, 8);
+    const double acc = train_and_evaluate(arch, graphs, arch.kind == Kind::Tile ? "hinge" : "listmle", 300);
+    EXPECT_GT(acc, 0.8) << arch.name;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "trainer/train/compute_threads.h"
 #include "trainer/train/distributed.h"
+#include "trainer/train/gradient_reducer.h"
 
 using namespace tpuperf;
 
@@ -191,12 +193,15 @@ TEST(Distributed, DataParallelSgdEqualsMeanGradientSteps) {
     for (size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
   }
   const double lr = 0.05;
+  // Watched (a stall timeout: non-blocking all-reduce and arrival messages) on even steps'
+  // reducer, plain on the other: both must average the same way.
+  GradientReducer watched(*net, MPI_COMM_WORLD, 60.0), plain(*net, MPI_COMM_WORLD);
   for (int step = 0; step < 4; ++step) {
     compute_grads(net, half(rank, step));
     if (rank == 0) {
       EXPECT_FALSE(net->extra->weight.grad().defined());
     }
-    allreduce_gradients(*net, MPI_COMM_WORLD);
+    (step % 2 == 0 ? watched : plain).allreduce();
     // EXPECT, not ASSERT: a rank leaving the test early would hang its peer.
     EXPECT_TRUE(net->extra->weight.grad().defined()) << "defined after the all-reduce";
     sgd_step(net, lr);
@@ -231,11 +236,40 @@ TEST(Distributed, AllreduceAveragesDoubleAndStridedGradients) {
   lin->weight.mutable_grad() = torch::arange(6, torch::kFloat64).view({3, 2}).t() * (rank + 1);
   lin->bias.mutable_grad() = torch::full({2}, 0.5 * (rank + 1), torch::kFloat64);
   EXPECT_FALSE(lin->weight.grad().is_contiguous());
-  allreduce_gradients(*lin, MPI_COMM_WORLD);
+  GradientReducer(*lin, MPI_COMM_WORLD).allreduce();
   const double mean_factor = (size + 1) / 2.0;  // mean of 1..size
   EXPECT_TRUE(torch::equal(lin->weight.grad(), torch::arange(6, torch::kFloat64).view({3, 2}).t() * mean_factor));
   EXPECT_TRUE(torch::equal(lin->bias.grad(), torch::full({2}, 0.5 * mean_factor, torch::kFloat64)));
   EXPECT_EQ(lin->weight.grad().scalar_type(), torch::kFloat64);
+}
+
+// A rank that waits longer than the stall timeout names the late rank (here rank 1,
+// which sleeps before its all-reduce) once, and the reduction still completes correctly
+// when the late rank arrives. (By default the handler throws and the tool aborts the job:
+// tests/integration/test_train.sh runs that with a hung rank.)
+TEST(Distributed, StalledAllreduceNamesTheLateRank) {
+  const int rank = world_rank();
+  torch::nn::Linear lin(2, 2);
+  std::vector<std::string> reports;
+  GradientReducer reducer(*lin, MPI_COMM_WORLD, 0.3, [&](const std::string& message) {
+    reports.push_back(message);
+    return true;  // keep waiting
+  });
+  for (int step = 0; step < 2; ++step) {
+    lin->weight.mutable_grad() = torch::full({2, 2}, float(rank + 1));
+    lin->bias.mutable_grad() = torch::full({2}, float(rank + 1));
+    if (rank == 1 && step == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    reducer.allreduce();
+    EXPECT_TRUE(torch::equal(lin->weight.grad(), torch::full({2, 2}, 1.5f))) << "step " << step;
+  }
+  EXPECT_EQ(reducer.reductions(), 2);
+  if (rank == 0) {
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_NE(reports[0].find("step 2"), std::string::npos) << reports[0];
+    EXPECT_NE(reports[0].find("group rank(s) 1 (world rank 1)"), std::string::npos) << reports[0];
+  } else {
+    EXPECT_TRUE(reports.empty()) << "the late rank found everybody there";
+  }
 }
 
 TEST(Distributed, VerifyNamesThePerturbedRank) {
@@ -267,7 +301,7 @@ TEST(Distributed, GroupsOfOneAreNoOps) {
   verify_parameters(*net, l.group_comm);  // differs from the other rank, but not in-group
   compute_grads(net, half(world_rank(), 0));
   const torch::Tensor g = net->a->weight.grad().clone();
-  allreduce_gradients(*net, l.group_comm);
+  GradientReducer(*net, l.group_comm, 1.0).allreduce();
   EXPECT_TRUE(torch::equal(g, net->a->weight.grad()));
   if (world_rank() == 0) {
     EXPECT_FALSE(net->extra->weight.grad().defined());

@@ -22,9 +22,10 @@
 //                      pass (a sum over slots and a sum per table row) instead of LibTorch's
 //                      broadcast, index_select, sum and index_add.
 //
-// All take per-config states [S, N, H] (contiguous float or double). Dropout seeds are drawn
-// from torch's default generator (one draw per call), so torch::manual_seed makes runs, and
-// resumed epochs, replay identically.
+// All take per-config states [S, N, H] (contiguous float or double). Dropout masks are
+// those of dropout_mask.h. One file per kernel (its autograd Function and entry point);
+// kernel_base.h holds the tunables they share, vector_math.h and small_matmul.h the
+// vector code.
 #pragma once
 
 #include <torch/torch.h>
@@ -32,17 +33,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "trainer/kernels/dropout_mask.h"
 #include "trainer/models/graph_ops.h"
 
 namespace tpuperf {
-
-// One mask bit of counter_dropout: element i of a call with `seed` is kept iff this is
-// true: 16-bit lane i % 4 of the (i / 4)-th output of SplitMix64(seed) is at least
-// round(p * 2^16). So p is applied in steps of 2^-16 (p = 0.1: keep rate 0.899994).
-bool dropout_keeps(uint64_t seed, int64_t i, double p);
-
-// A fresh dropout seed from torch's default CPU generator.
-uint64_t draw_dropout_seed();
 
 // x * keep / (1 - p) with keep from dropout_keeps(seed, flat index); identity when p == 0.
 torch::Tensor counter_dropout(const torch::Tensor& x, double p, uint64_t seed);

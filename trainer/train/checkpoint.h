@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/processed_graph.h"
+#include "trainer/models/model_spec.h"
 
 namespace tpuperf {
 
@@ -21,7 +22,10 @@ struct CheckpointMeta {
   int64_t step = 0;         // optimizer steps taken
   double best_score = -std::numeric_limits<double>::infinity();
   int64_t best_epoch = -1;
-  int64_t num_node_feat = 0;
+  // The model's architecture, options and input width (model.fused is recorded but not
+  // binding: either path loads any checkpoint). Checkpoints written before architectures
+  // were recorded hold only num_node_feat: their model.arch reads back empty.
+  ModelSpec model;
 };
 
 void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
@@ -32,7 +36,17 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
 CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model,
                                torch::optim::Optimizer* optimizer, FeatureTransform* transform);
 
-// Only the metadata and transform (to construct the right model before loading it).
+// Only the metadata and transform (to construct the right model before loading it, e.g.
+// make_model(meta.model)).
 CheckpointMeta peek_checkpoint(const std::string& path, FeatureTransform* transform);
+
+class RankingModel;
+
+// The model a checkpoint holds, built as it records (fallback's architecture and options
+// for a checkpoint that records none; its input width always comes from the checkpoint)
+// and loaded, in evaluation mode. `fused` picks the path (not part of the architecture).
+// Fills the transform and meta when given. Throws Error naming the file.
+std::shared_ptr<RankingModel> load_trained_model(const std::string& path, const ModelSpec& fallback, bool fused,
+                                                 FeatureTransform* transform, CheckpointMeta* meta = nullptr);
 
 }  // namespace tpuperf

@@ -71,24 +71,6 @@ void bcast_bytes(char* data, int64_t n, MPI_Comm comm) {
   }
 }
 
-MPI_Datatype mpi_type_of(torch::ScalarType t) {
-  if (t == torch::kFloat32) return MPI_FLOAT;
-  if (t == torch::kFloat64) return MPI_DOUBLE;
-  throw Error(std::string("gradient all-reduce: unsupported dtype ") + c10::toString(t));
-}
-
-void allreduce_in_place(torch::Tensor& flat, MPI_Comm comm) {
-  const MPI_Datatype type = mpi_type_of(flat.scalar_type());
-  const int64_t n = flat.numel();
-  char* base = static_cast<char*>(flat.data_ptr());
-  const auto elem = static_cast<int64_t>(flat.element_size());
-  for (int64_t at = 0; at < n; at += kMaxMpiCount) {
-    const int count = static_cast<int>(std::min(kMaxMpiCount, n - at));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, base + at * elem, count, type, MPI_SUM, comm),
-              "MPI_Allreduce");
-  }
-}
-
 // What verify_parameters compares; plain integers and doubles so it travels as bytes.
 struct StateDigest {
   int64_t tensors = 0;
@@ -228,66 +210,6 @@ void verify_parameters(torch::nn::Module& module, MPI_Comm comm) {
   if (!differ.empty())
     throw Error("model parameters differ across the fold group: " + differ + " vs " +
                 describe(0, all[0]));
-}
-
-namespace {
-
-// flat[at..] = grad of each p in turn (zeros for an undefined grad), as plain copies: a
-// tensor op per parameter costs more than the copy itself at these sizes.
-template <typename T>
-void pack_gradients(const std::vector<torch::Tensor>& ps, T* flat) {
-  for (const torch::Tensor& p : ps) {
-    const torch::Tensor& g = p.grad();
-    if (!g.defined()) {
-      std::fill(flat, flat + p.numel(), T{0});
-    } else {
-      const torch::Tensor c = g.contiguous();
-      std::memcpy(flat, c.data_ptr<T>(), static_cast<size_t>(p.numel()) * sizeof(T));
-    }
-    flat += p.numel();
-  }
-}
-
-// grad of each p = flat[at..] / size, in p's shape; an undefined grad is created.
-template <typename T>
-void unpack_gradients(const std::vector<torch::Tensor>& ps, const T* flat, int size) {
-  const auto divisor = static_cast<T>(size);
-  for (const torch::Tensor& p : ps) {
-    if (!p.grad().defined() || !p.grad().is_contiguous())
-      p.mutable_grad() = torch::empty_like(p, torch::MemoryFormat::Contiguous);
-    T* g = p.mutable_grad().data_ptr<T>();
-    for (int64_t i = 0; i < p.numel(); ++i) g[i] = flat[i] / divisor;
-    flat += p.numel();
-  }
-}
-
-}  // namespace
-
-void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
-  const int size = comm_size(comm);
-  if (size == 1) return;
-  // One buffer per dtype (normally just float32), in parameter order.
-  std::map<torch::ScalarType, std::vector<torch::Tensor>> by_type;
-  for (const torch::Tensor& p : module.parameters())
-    if (p.requires_grad()) by_type[p.scalar_type()].push_back(p);
-  // No structure check here, to keep one collective per step: verify_parameters, run
-  // before training, compares the trainable values of every rank.
-  torch::NoGradGuard no_grad;
-  for (auto& [type, ps] : by_type) {
-    int64_t total = 0;
-    for (const torch::Tensor& p : ps) {
-      if (p.grad().defined() && p.grad().is_sparse())
-        throw Error("gradient all-reduce: sparse gradients are not supported");
-      total += p.numel();
-    }
-    torch::Tensor flat = torch::empty({total}, ps.front().options().requires_grad(false));
-    mpi_type_of(type);  // throws on an unsupported dtype before any copy
-    AT_DISPATCH_FLOATING_TYPES(type, "allreduce_gradients", [&] {
-      pack_gradients(ps, flat.data_ptr<scalar_t>());
-      allreduce_in_place(flat, comm);
-      unpack_gradients(ps, flat.data_ptr<scalar_t>(), size);
-    });
-  }
 }
 
 void allreduce_doubles(std::vector<double>& values, MPI_Comm comm) {

@@ -4,7 +4,7 @@
 // and group g trains folds g, g + groups, ... one after the other. Inside a group every
 // rank holds the same model; parameters start identical (broadcast from the group's rank 0,
 // then verified) and stay identical because every rank applies the same averaged gradient
-// (one flat buffer, one MPI_Allreduce per step). The group leaders (group rank 0) share a
+// (GradientReducer: one flat buffer, one all-reduce per step). The group leaders (group rank 0) share a
 // second communicator for gathering predictions.
 //
 // Every function here is collective over its communicator and a no-op on a group of one.
@@ -57,14 +57,8 @@ void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm);
 // Throws Error on every rank, naming the ranks that differ from rank 0, when the number
 // of parameters, their element counts (all and trainable) or their bits (a hash of all
 // parameter and buffer bytes) differ across the group. The message also gives each rank's
-// float64 sum. Run it before training: allreduce_gradients relies on the same structure.
+// float64 sum. Run it before training: GradientReducer relies on the same structure.
 void verify_parameters(torch::nn::Module& module, MPI_Comm comm);
-
-// Averages the gradients of all parameters that require a gradient across the group:
-// flattened into one contiguous buffer per dtype (an undefined gradient counts as zeros,
-// and is defined afterwards, so every rank applies the same step), one MPI_Allreduce
-// (sum), divided by the group size, copied back.
-void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm);
 
 // Element-wise sums of a few doubles (loss sums, counts) across the group, in place.
 void allreduce_doubles(std::vector<double>& values, MPI_Comm comm);

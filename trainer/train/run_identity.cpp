@@ -34,12 +34,18 @@ std::map<std::string, std::string> read_data_identity(const std::string& path) {
   return out;
 }
 
+// train.* and model.* keys that never change what a run computes: how many threads, and
+// when a stalled group gives up.
+bool free_on_resume(const std::string& key) {
+  return key == "train.threads_per_rank" || key == "train.stall_timeout_s";
+}
+
 // Keys whose change makes a resumed run differ from an uninterrupted one.
 std::vector<std::string> changed_settings(const Config& saved, const Config& now) {
   std::vector<std::string> changed;
   for (const auto& key : config_schema()) {
     const bool shapes_training = key.path.rfind("train.", 0) == 0 || key.path.rfind("model.", 0) == 0;
-    if (!shapes_training || key.path == "train.threads_per_rank") continue;
+    if (!shapes_training || free_on_resume(key.path)) continue;
     if (saved.value_text(key.path) != now.value_text(key.path))
       changed.push_back(key.path + " (" + saved.value_text(key.path) + " -> " + now.value_text(key.path) + ")");
   }

@@ -21,7 +21,9 @@
 #include "trainer/eval/report.h"
 #include "trainer/eval/scoring.h"
 #include "trainer/eval/submission.h"
+#include "trainer/train/evaluation.h"
 #include "trainer/train/fold_training.h"
+#include "trainer/train/settings.h"
 
 namespace tpuperf {
 
@@ -104,10 +106,9 @@ CollectionReport collection_report(const TrainSettings& s, const std::string& c,
       if (g.collection == c && g.split == "valid" && g.model == model) out.push_back(g);
     return out;
   };
-  auto mean = [](ScoreSum x) { return x.count > 0 ? x.sum / x.count : std::nan(""); };
   if (valid.size() > 0) {
-    r.valid_ensemble = mean(metric_of(valid, pick(ens, -1), s.tile_keep_default));
-    for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(mean(metric_of(valid, pick(all, f), s.tile_keep_default)));
+    r.valid_ensemble = metric_of(valid, pick(ens, -1), s.tile_keep_default).mean();
+    for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(metric_of(valid, pick(all, f), s.tile_keep_default).mean());
     double rnd = 0, dflt = 0;
     Collection coll = Collection::parse(c);
     for (int64_t i = 0; i < valid.size(); ++i) {
@@ -256,9 +257,9 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
         if (opts.train_only) continue;
       }
       FeatureTransform transform;
-      CheckpointMeta meta = peek_checkpoint(best, &transform);
-      Ranker ranker = make_ranker(Collection::parse(c).kind, meta.num_node_feat, s.model(Collection::parse(c).kind));
-      load_checkpoint(best, *ranker.module, nullptr, nullptr);
+      const Kind kind = Collection::parse(c).kind;
+      const ModelSpec configured = s.model_spec(kind, 0);
+      ModelPtr model = load_trained_model(best, configured, configured.options.fused, &transform);
       // The sets were transformed with the manifest's transform; a model trained on other
       // data (predict-only on a new processed_dir) needs its own: reload with it.
       const GraphSet* valid = sets[c].valid.get();
@@ -271,8 +272,8 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
         valid = valid_own.get();
         test = test_own.get();
       }
-      for (auto& g : score_set(s, ranker, *valid, "valid", fold, false, layout.group_comm)) mine.push_back(std::move(g));
-      for (auto& g : score_set(s, ranker, *test, "test", fold, true, layout.group_comm)) mine.push_back(std::move(g));
+      for (auto& g : score_set(s, *model, *valid, "valid", fold, false, layout.group_comm)) mine.push_back(std::move(g));
+      for (auto& g : score_set(s, *model, *test, "test", fold, true, layout.group_comm)) mine.push_back(std::move(g));
     }
   }
   if (opts.train_only) {

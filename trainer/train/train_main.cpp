@@ -3,6 +3,8 @@
 #include "common/cli.h"
 #include "common/config.h"
 #include "common/mpi_env.h"
+#include "trainer/losses/registry.h"
+#include "trainer/models/registry.h"
 #include "trainer/train/allocator.h"
 #include "trainer/train/run_training.h"
 
@@ -21,6 +23,9 @@ static const char* kEpilog =
     "exit codes: 0 done, 2 error.";
 
 static int train(const MpiContext& ctx, int argc, char** argv) {
+  // The schema lists the registered models and losses (for --help-config and checks).
+  register_model_choices();
+  register_loss_choices();
   Cli cli("tpuperf-train", "Train k fold models per collection with MPI and ensemble them into a submission.");
   cli.config_options()
       .flag("resume", "continue from the last checkpoint of every fold (a finished fold is not retrained)")

@@ -1,4 +1,4 @@
-#include "trainer/train/batch.h"
+#include "trainer/models/batch.h"
 
 #include <algorithm>
 #include <string>

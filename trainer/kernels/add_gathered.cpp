@@ -1,0 +1,87 @@
+// add_gathered: per-node plus per-(slot, row) inputs, node[u] + table[s, index[u]].
+#include "trainer/kernels/fused_ops.h"
+
+#include "trainer/kernels/kernel_base.h"
+
+namespace tpuperf {
+
+namespace kernels {
+namespace {
+
+// ------------------------------------------------------------------ add gathered rows
+struct AddGathered : torch::autograd::Function<AddGathered> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& node_in, const Tensor& table_in,
+                        const Tensor& index) {
+    const auto node = node_in.contiguous(), table = table_in.contiguous();
+    const int64_t N = node.size(0), H = node.size(1), S = table.size(0), T = table.size(1);
+    TORCH_CHECK(table.size(2) == H && index.numel() == N && table.scalar_type() == node.scalar_type(),
+                "add_gathered: node ", node.sizes(), ", table ", table.sizes(), " and index ",
+                index.sizes(), " do not fit");
+    const int64_t* ip = index.data_ptr<int64_t>();
+    for (int64_t u = 0; u < N; ++u)
+      TORCH_CHECK(ip[u] >= 0 && ip[u] < T, "add_gathered: index ", ip[u], " outside [0, ", T, ")");
+    auto out = torch::empty({S, N, H}, node.options());
+    AT_DISPATCH_FLOATING_TYPES(node.scalar_type(), "add_gathered", [&] {
+      const scalar_t* np = node.data_ptr<scalar_t>();
+      const scalar_t* tp = table.data_ptr<scalar_t>();
+      scalar_t* op = out.data_ptr<scalar_t>();
+      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t s = r / N, u = r % N;
+          const scalar_t* t = tp + (s * T + ip[u]) * H;
+          for (int64_t j = 0; j < H; ++j) op[r * H + j] = np[u * H + j] + t[j];
+        }
+      });
+    });
+    ctx->save_for_backward({index});
+    ctx->saved_data["T"] = T;
+    return out;
+  }
+
+  // Each output row is summed by one task in a fixed order: no dependence on threads.
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto index = ctx->get_saved_variables()[0];
+    const auto g = grads[0].contiguous();
+    const int64_t S = g.size(0), N = g.size(1), H = g.size(2), T = ctx->saved_data["T"].toInt();
+    auto grad_node = torch::empty({N, H}, g.options());
+    auto grad_table = torch::zeros({S, T, H}, g.options());
+    const int64_t* ip = index.data_ptr<int64_t>();
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "add_gathered_backward", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      scalar_t* np = grad_node.data_ptr<scalar_t>();
+      scalar_t* tp = grad_table.data_ptr<scalar_t>();
+      // Slots outer: each slot's rows of a node range are read contiguously.
+      at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+        std::copy(gp + b * H, gp + e * H, np + b * H);
+        for (int64_t s = 1; s < S; ++s) {
+          const scalar_t* gs = gp + (s * N + b) * H;
+          scalar_t* o = np + b * H;
+          for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
+        }
+      });
+      at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s)
+          for (int64_t u = 0; u < N; ++u) {
+            scalar_t* o = tp + (s * T + ip[u]) * H;
+            for (int64_t j = 0; j < H; ++j) o[j] += gp[(s * N + u) * H + j];
+          }
+      });
+    });
+    return {grad_node, grad_table, Tensor()};
+  }
+};
+
+
+}  // namespace
+}  // namespace kernels
+
+using namespace kernels;
+
+torch::Tensor add_gathered(const torch::Tensor& node, const torch::Tensor& table,
+                           const torch::Tensor& index) {
+  check_states(node, 2, "add_gathered: node");
+  check_states(table, 3, "add_gathered: table");
+  return AddGathered::apply(node, table, index.to(torch::kInt64).contiguous());
+}
+
+}  // namespace tpuperf

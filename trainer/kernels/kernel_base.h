@@ -1,0 +1,54 @@
+// What the fused kernels share (internal to trainer/kernels/): their tunables in one
+// place, input checks and an order-fixed row sum. Parallel loops split rows into fixed
+// chunks, never by thread count, so results do not depend on the number of threads.
+#pragma once
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace tpuperf::kernels {
+
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kGrain = 32;           // rows per parallel task
+constexpr int64_t kMaxChunks = 64;       // fixed partial-sum chunks: results independent of threads
+constexpr int64_t kParamGradChunks = 8;  // row parts of the SAGE parameter gradients (sage_linear)
+constexpr int64_t kDropoutGrain = 4096;  // elements per parallel task of counter_dropout
+
+// dims < 0: any number of dimensions.
+inline void check_states(const Tensor& t, int64_t dims, const char* what) {
+  TORCH_CHECK(dims < 0 || t.dim() == dims, what, " must have ", dims, " dimensions, got ",
+              t.sizes());
+  TORCH_CHECK(t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble, what,
+              " must be float32 or float64, got ", t.scalar_type());
+}
+
+// Sum of v[0..H) in 8 interleaved lanes, which the compiler vectorizes.
+template <typename T>
+[[gnu::always_inline]] inline T row_sum(const T* v, int64_t H) {
+  T lane[8] = {};
+  const int64_t blocks = H / 8;
+  for (int64_t q = 0; q < blocks; ++q)
+    for (int k = 0; k < 8; ++k) lane[k] += v[8 * q + k];
+  T total = 0;
+  for (int64_t t = 0; t < H % 8; ++t) total += v[8 * blocks + t];
+  for (int k = 0; k < 8; ++k) total += lane[k];
+  return total;
+}
+
+// Rows per chunk so that there are at most kMaxChunks chunks of at least kGrain rows.
+inline int64_t chunk_rows(int64_t rows) {
+  return std::max(kGrain, (rows + kMaxChunks - 1) / kMaxChunks);
+}
+
+
+}  // namespace tpuperf::kernels

@@ -1,0 +1,243 @@
+// gelu_dropout_add_layer_norm: the SAGE block's epilogue in one pass per row.
+#include "trainer/kernels/fused_ops.h"
+
+#include "trainer/kernels/kernel_base.h"
+#include "trainer/kernels/vector_math.h"
+
+namespace tpuperf {
+
+namespace kernels {
+namespace {
+
+// The epilogue's rows for any width and type, as functions of __restrict pointers: without
+// them the compiler must assume the scratch rows alias the tensors and keeps these loops
+// scalar. (Float rows of the default width take the Row32 versions below.)
+
+// Forward of one row at flat offset `at`: out = LayerNorm(x + keep * a), the mask bytes
+// (if mask), and the row's mean and 1 / std.
+template <typename T>
+inline void epilogue_forward_row(int64_t n, int64_t at, const T* __restrict x, const T* __restrict a,
+                                 uint64_t seed, uint64_t threshold, T scale,
+                                 const T* __restrict gamma, const T* __restrict beta, T eps,
+                                 T* __restrict keep, T* __restrict r, uint8_t* __restrict mask,
+                                 T* __restrict out, T& mean, T& rstd) {
+  fill_keep(keep, seed, at, n, threshold, scale);
+  if (mask)
+    for (int64_t j = 0; j < n; ++j) mask[j] = keep[j] != T(0);
+  for (int64_t j = 0; j < n; ++j) r[j] = x[j] + a[j] * keep[j];
+  const T mu = row_sum(r, n) / T(n);
+  for (int64_t j = 0; j < n; ++j) r[j] -= mu;
+  for (int64_t j = 0; j < n; ++j) keep[j] = r[j] * r[j];
+  const T inv = T(1) / std::sqrt(row_sum(keep, n) / T(n) + eps);
+  for (int64_t j = 0; j < n; ++j) out[j] = r[j] * inv * gamma[j] + beta[j];
+  mean = mu;
+  rstd = inv;
+}
+
+// Backward of one row: the gradients of x (gx) and of the activation before dropout (ga),
+// and the row's terms of gamma's and beta's gradients added to acc_g and acc_b. keep is
+// scale * mask byte (mask = all ones and scale 1 without dropout).
+template <typename T>
+inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __restrict a,
+                                  const uint8_t* __restrict mask, T scale, const T* __restrict go,
+                                  const T* __restrict gamma, T mu, T inv, T* __restrict xhat,
+                                  T* __restrict gy, T* __restrict gyx, T* __restrict gx,
+                                  T* __restrict ga, double* __restrict acc_g,
+                                  double* __restrict acc_b) {
+  for (int64_t j = 0; j < n; ++j) {
+    xhat[j] = (x[j] + a[j] * (scale * T(mask[j])) - mu) * inv;
+    gy[j] = go[j] * gamma[j];
+    gyx[j] = gy[j] * xhat[j];
+    acc_g[j] += go[j] * xhat[j];
+    acc_b[j] += go[j];
+  }
+  const T m1 = row_sum(gy, n) / T(n), m2 = row_sum(gyx, n) / T(n);
+  for (int64_t j = 0; j < n; ++j) {
+    const T gr = inv * (gy[j] - m1 - xhat[j] * m2);
+    gx[j] = gr;
+    ga[j] = gr * (scale * T(mask[j]));
+  }
+}
+
+// The same rows for float and H = 32 (the default width) on whole-row vectors, with the
+// GELU inside: the forward reads z, not gelu(z), and the backward recomputes gelu(z) and
+// gelu'(z) from z and returns z's gradient. mask is null without dropout.
+inline void epilogue_forward_row32(int64_t row, const float* x, const float* z, uint64_t seed,
+                                   uint16_t threshold, float scale, const Row32& gamma,
+                                   const Row32& beta, float eps, uint8_t* mask, float* out,
+                                   float& mean, float& rstd) {
+  Row32 r = gelu_row32(load_row32(z), nullptr);
+  if (mask) r = r * row32_keep(seed, row, threshold, scale, mask);
+  r = r + load_row32(x);
+  const float mu = row32_sum(r) / 32.0f;
+  const Row32 d = r - mu;
+  const float inv = 1.0f / std::sqrt(row32_sum(d * d) / 32.0f + eps);
+  store_row32(out, d * inv * gamma + beta);
+  mean = mu;
+  rstd = inv;
+}
+
+// mask: the row's 32 mask bytes (0 or 1), all ones without dropout (scale 1).
+inline void epilogue_backward_row32(const float* x, const float* z, const uint8_t* mask, float scale,
+                                    const float* go, const Row32& gamma, float mu, float inv,
+                                    float* gx, float* gz, Row32Double& acc_g, Row32Double& acc_b) {
+  const Row32 keep = row32_of_mask(mask, scale);
+  Row32 slope;
+  const Row32 a = gelu_row32(load_row32(z), &slope);
+  const Row32 xhat = (load_row32(x) + a * keep - mu) * inv;
+  const Row32 g = load_row32(go);
+  const Row32 gy = g * gamma;
+  acc_g.add(g * xhat);
+  acc_b.add(g);
+  const float m1 = row32_sum(gy) / 32.0f, m2 = row32_sum(gy * xhat) / 32.0f;
+  const Row32 gr = inv * (gy - m1 - xhat * m2);
+  store_row32(gx, gr);
+  store_row32(gz, gr * keep * slope);
+}
+
+
+// ------------------------------------------------------- gelu, dropout, add, LayerNorm
+struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNorm> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& z_in, const Tensor& x_in,
+                        const Tensor& gamma, const Tensor& beta, double eps, double p, int64_t seed) {
+    const auto z = z_in.contiguous(), x = x_in.contiguous();
+    TORCH_CHECK(z.sizes() == x.sizes(), "gelu_dropout_add_layer_norm: z ", z.sizes(), " and x ",
+                x.sizes(), " differ");
+    const int64_t H = x.size(-1), rows = x.numel() / H;
+    auto out = torch::empty_like(x);
+    auto mean = torch::empty({rows}, x.options()), rstd = torch::empty({rows}, x.options());
+    const uint64_t threshold = drop_threshold(p), useed = static_cast<uint64_t>(seed);
+    // The mask as bytes for backward: hashing costs more than storing and reading 1 byte.
+    auto mask = torch::empty({threshold > 0 ? rows * H : 0}, torch::kUInt8);
+    uint8_t* mk = mask.data_ptr<uint8_t>();
+    // Float rows of 32 compute the GELU in the loop (gelu16); other shapes take LibTorch's
+    // vectorized GELU (a scalar erf in the loop costs more than the pass it saves) and keep
+    // its output for backward.
+    const bool row32 = x.scalar_type() == torch::kFloat && H == 32 && threshold < 65536;
+    Tensor a;
+    if (row32) {
+      const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>();
+      const Row32 g32 = load_row32(gamma.contiguous().data_ptr<float>()),
+                  b32 = load_row32(beta.contiguous().data_ptr<float>());
+      float *op = out.data_ptr<float>(), *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
+      const float scale = float(1.0 / (1.0 - p));
+      at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t row = b; row < e; ++row)
+          epilogue_forward_row32(row, xp + row * 32, zp + row * 32, useed,
+                                 static_cast<uint16_t>(threshold), scale, g32, b32, float(eps),
+                                 threshold > 0 ? mk + row * 32 : nullptr, op + row * 32, mp[row],
+                                 rp[row]);
+      });
+    } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm", [&] {
+      a = at::gelu(z);
+      const scalar_t* ap = a.data_ptr<scalar_t>();
+      const scalar_t* xp = x.data_ptr<scalar_t>();
+      const auto g = gamma.contiguous(), bt = beta.contiguous();
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* bp = bt.data_ptr<scalar_t>();
+      scalar_t* op = out.data_ptr<scalar_t>();
+      scalar_t* mp = mean.data_ptr<scalar_t>();
+      scalar_t* rp = rstd.data_ptr<scalar_t>();
+      const scalar_t scale = scalar_t(1.0 / (1.0 - p));
+      at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
+        std::vector<scalar_t> scratch(static_cast<size_t>(2 * H));
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t at = row * H;
+          epilogue_forward_row(H, at, xp + at, ap + at, useed, threshold, scale, gp, bp, scalar_t(eps),
+                               scratch.data(), scratch.data() + H, threshold > 0 ? mk + at : nullptr,
+                               op + at, mp[row], rp[row]);
+        }
+      });
+    });
+    ctx->save_for_backward({z, a, x, gamma, mean, rstd, mask});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["row32"] = row32;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &z = saved[0], &a = saved[1], &x = saved[2], &gamma = saved[3], &mean = saved[4],
+               &rstd = saved[5], &mask = saved[6];
+    const double p = ctx->saved_data["p"].toDouble();
+    const auto gout = grads[0].contiguous();
+    const int64_t H = x.size(-1), rows = x.numel() / H, per = chunk_rows(rows);
+    const int64_t chunks = (rows + per - 1) / per;
+    const bool row32 = ctx->saved_data["row32"].toBool();
+    // row32: z's gradient (the GELU's backward is in the loop); else the gradient of gelu(z).
+    auto grad_a = torch::empty_like(z), grad_x = torch::empty_like(x);
+    // Per chunk partial sums of gamma's and beta's gradients, added in chunk order.
+    // In double: each sums the values of up to rows / kMaxChunks rows.
+    auto partial = torch::zeros({chunks, 2, H}, x.options().dtype(torch::kDouble));
+    const uint64_t threshold = drop_threshold(p);
+    // Without dropout every row reads one row of ones as its mask (and the scale is 1).
+    const std::vector<uint8_t> ones(static_cast<size_t>(H), 1);
+    const uint8_t* mk = threshold > 0 ? mask.data_ptr<uint8_t>() : ones.data();
+    const int64_t mask_stride = threshold > 0 ? H : 0;
+    if (row32) {
+      const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>(), *go = gout.data_ptr<float>();
+      const float *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
+      const Row32 g32 = load_row32(gamma.contiguous().data_ptr<float>());
+      float *ga = grad_a.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
+      double* pp = partial.data_ptr<double>();
+      const float scale = threshold > 0 ? float(1.0 / (1.0 - p)) : 1.0f;
+      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+        for (int64_t c = cb; c < ce; ++c) {
+          Row32Double acc_g, acc_b;
+          for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row)
+            epilogue_backward_row32(xp + row * 32, zp + row * 32, mk + row * mask_stride, scale,
+                                    go + row * 32, g32, mp[row], rp[row], gx + row * 32,
+                                    ga + row * 32, acc_g, acc_b);
+          acc_g.store(pp + c * 64);
+          acc_b.store(pp + c * 64 + 32);
+        }
+      });
+    } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm_backward", [&] {
+      const scalar_t* ap = a.data_ptr<scalar_t>();
+      const scalar_t* xp = x.data_ptr<scalar_t>();
+      const auto gm = gamma.contiguous();
+      const scalar_t* gp = gm.data_ptr<scalar_t>();
+      const scalar_t* mp = mean.data_ptr<scalar_t>();
+      const scalar_t* rp = rstd.data_ptr<scalar_t>();
+      const scalar_t* go = gout.data_ptr<scalar_t>();
+      scalar_t* ga = grad_a.data_ptr<scalar_t>();
+      scalar_t* gx = grad_x.data_ptr<scalar_t>();
+      double* pp = partial.data_ptr<double>();
+      const scalar_t scale = threshold > 0 ? scalar_t(1.0 / (1.0 - p)) : scalar_t(1);
+      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+        std::vector<scalar_t> scratch(static_cast<size_t>(3 * H));
+        std::vector<double> acc(static_cast<size_t>(2 * H));
+        for (int64_t c = cb; c < ce; ++c) {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row) {
+            const int64_t at = row * H;
+            epilogue_backward_row(H, xp + at, ap + at, mk + row * mask_stride, scale, go + at, gp,
+                                  mp[row], rp[row], scratch.data(), scratch.data() + H,
+                                  scratch.data() + 2 * H, gx + at, ga + at, acc.data(), acc.data() + H);
+          }
+          std::copy(acc.begin(), acc.end(), pp + c * 2 * H);
+        }
+      });
+    });
+    const auto sums = partial.sum(0).to(x.scalar_type());
+    return {row32 ? grad_a : at::gelu_backward(grad_a, z), grad_x, sums[0], sums[1], Tensor(), Tensor(), Tensor()};
+  }
+};
+
+
+}  // namespace
+}  // namespace kernels
+
+using namespace kernels;
+
+torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::Tensor& x,
+                                          const torch::Tensor& gamma, const torch::Tensor& beta,
+                                          double eps, double p, uint64_t seed) {
+  check_states(x, -1, "gelu_dropout_add_layer_norm: x");
+  TORCH_CHECK(gamma.numel() == x.size(-1) && beta.numel() == x.size(-1),
+              "gelu_dropout_add_layer_norm: LayerNorm weights of ", gamma.numel(),
+              " for features of ", x.size(-1));
+  return GeluDropoutAddLayerNorm::apply(z, x, gamma, beta, eps, p, static_cast<int64_t>(seed));
+}
+
+}  // namespace tpuperf

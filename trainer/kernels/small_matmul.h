@@ -1,0 +1,102 @@
+// Register-blocked matrix kernels for the SAGE layer's small shapes (internal to
+// trainer/kernels/).
+#pragma once
+
+#include "trainer/kernels/kernel_base.h"
+#include "trainer/kernels/vector_math.h"
+
+namespace tpuperf::kernels {
+
+// ------------------------------------------------------------- rows times a small matrix
+// The SAGE layer's matmuls have K and M of H to 3H (32 to 96): too small for a BLAS's
+// packing to pay off. These kernels keep a block of outputs in vector registers and
+// stream the rows.
+// out[r] (+)= a[r, :kK] @ w (kK x kM, row-major) for r in [r0, r1); kR rows share each
+// load of w.
+template <int kK, int kM, int kR = std::max(1, kAccumulators / (kM / kLanes))>
+void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64_t r1,
+                       const float* __restrict w, float* __restrict out, int64_t ldo,
+                       bool accumulate) {
+  constexpr int kV = kM / kLanes;
+  static_assert(kM % kLanes == 0, "output width must be a whole number of vectors");
+  int64_t r = r0;
+  for (; r + kR <= r1; r += kR) {
+    FloatVec acc[kR][kV];
+#pragma GCC unroll 16
+    for (int i = 0; i < kR; ++i)
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v)
+        acc[i][v] = accumulate ? load_vec(out + (r + i) * ldo + kLanes * v) : FloatVec{};
+    for (int k = 0; k < kK; ++k) {
+      FloatVec ak[kR];
+#pragma GCC unroll 16
+      for (int i = 0; i < kR; ++i) ak[i] = broadcast(a[(r + i) * lda + k]);
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) {
+        const FloatVec wv = load_vec(w + k * kM + kLanes * v);
+#pragma GCC unroll 16
+        for (int i = 0; i < kR; ++i) acc[i][v] += ak[i] * wv;
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kR; ++i)
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) store_vec(out + (r + i) * ldo + kLanes * v, acc[i][v]);
+  }
+  if constexpr (kR > 1) small_matmul_rows<kK, kM, 1>(a, lda, r, r1, w, out, ldo, accumulate);
+}
+
+// One block of rows of small_outer_rows.
+template <int kJ, int kM, int kJB>
+void small_outer_block(const float* __restrict g, int64_t ldg, const float* __restrict b,
+                       int64_t ldb, int64_t r0, int64_t r1, float* __restrict out) {
+  constexpr int kV = kM / kLanes;
+  for (int j0 = 0; j0 < kJ; j0 += kJB) {
+    FloatVec acc[kJB][kV] = {};
+    for (int64_t r = r0; r < r1; ++r) {
+      FloatVec bv[kV];
+#pragma GCC unroll 16
+      for (int v = 0; v < kV; ++v) bv[v] = load_vec(b + r * ldb + kLanes * v);
+#pragma GCC unroll 16
+      for (int j = 0; j < kJB; ++j) {
+        const FloatVec gj = broadcast(g[r * ldg + j0 + j]);
+#pragma GCC unroll 16
+        for (int v = 0; v < kV; ++v) acc[j][v] += gj * bv[v];
+      }
+    }
+    for (int j = 0; j < kJB; ++j)
+      for (int v = 0; v < kV; ++v) {
+        float* o = out + (j0 + j) * kM + kLanes * v;
+        store_vec(o, load_vec(o) + acc[j][v]);
+      }
+  }
+}
+
+// out (kJ x kM) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: a weight gradient.
+// Blocks of kJB output rows stay in registers while blocks of 64 rows (in L1) stream
+// through.
+template <int kJ, int kM, int kJB = floor_pow2(kAccumulators / (kM / kLanes))>
+void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __restrict b,
+                      int64_t ldb, int64_t r0, int64_t r1, float* __restrict out) {
+  static_assert(kM % kLanes == 0 && kJ % kJB == 0, "blocks must tile the output");
+  for (int64_t rb = r0; rb < r1; rb += 64) {
+    const int64_t re = std::min(r1, rb + 64);
+    small_outer_block<kJ, kM, kJB>(g, ldg, b, ldb, rb, re, out);
+  }
+}
+
+// The SAGE layer's shapes the vector kernels cover: float with H = 32. Other widths and
+// double use LibTorch's BLAS calls on whole tensors, outside any parallel region.
+inline bool has_small_kernels(const Tensor& x) { return x.scalar_type() == torch::kFloat && x.size(-1) == 32; }
+
+// out[r] (+)= a[r, :K] @ w (K x M) for r in [r0, r1), H = 32's shapes.
+inline void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const float* w, int64_t K,
+                 int64_t M, float* out, int64_t ldo, bool accumulate) {
+  if (K == 32 && M == 32) return small_matmul_rows<32, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
+  if (K == 64 && M == 32) return small_matmul_rows<64, 32>(a, lda, r0, r1, w, out, ldo, accumulate);
+  TORCH_CHECK(K == 32 && M == 96, "matmul_rows: no kernel for ", K, " x ", M);
+  small_matmul_rows<32, 96>(a, lda, r0, r1, w, out, ldo, accumulate);
+}
+
+
+}  // namespace tpuperf::kernels

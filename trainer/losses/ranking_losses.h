@@ -1,0 +1,28 @@
+// The ranking losses' definitions. Inputs are G x S: scores (lower = predicted faster, the
+// project convention), targets (lower = faster: runtime or runtime / normalizer) and the
+// mask of real slots. Every loss averages over graphs, so a batch's loss does not grow
+// with its number of graphs. registry.h makes them selectable by name (train.loss).
+#pragma once
+
+#include <torch/torch.h>
+
+namespace tpuperf {
+
+// Throws c10::Error unless scores, target and mask are G x S alike.
+void check_loss_shapes(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
+
+// [g, i, j]: slot i is truly faster than slot j, both real (equal targets: no pair).
+torch::Tensor ordered_pairs(const torch::Tensor& target, const torch::Tensor& mask);
+
+// Per graph: mean over ordered pairs (i faster than j) of max(0, margin - (score_j -
+// score_i)); then the mean over the graphs that have such a pair (0 when none does).
+torch::Tensor pairwise_hinge_loss(const torch::Tensor& scores, const torch::Tensor& target,
+                                  const torch::Tensor& mask, double margin);
+
+// Plackett-Luce negative log-likelihood of the true order (fastest first; equal targets
+// keep slot order) with utilities -score: per graph
+//   sum_i [ logsumexp_{j >= i} (-s_pi(j)) + s_pi(i) ]  over real slots,
+// then the mean over graphs.
+torch::Tensor listmle_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
+
+}  // namespace tpuperf

@@ -1,0 +1,68 @@
+#include "trainer/losses/registry.h"
+
+#include "common/config.h"
+#include "common/error.h"
+#include "trainer/losses/ranking_losses.h"
+
+namespace tpuperf {
+
+const std::vector<LossKind>& loss_kinds() {
+  static const std::vector<LossKind> kinds = {
+      {"listmle", "Plackett-Luce likelihood of the true order",
+       [](const LossOptions&, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
+         return listmle_loss(s, t, m);
+       },
+       [](const torch::Tensor& t, const torch::Tensor&) { return t.size(0); }},
+      {"hinge", "pairwise hinge with margin train.hinge_margin",
+       [](const LossOptions& o, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
+         return pairwise_hinge_loss(s, t, m, o.margin);
+       },
+       [](const torch::Tensor& t, const torch::Tensor& m) {
+         return ordered_pairs(t, m).any(2).any(1).sum().item<int64_t>();
+       }},
+  };
+  return kinds;
+}
+
+std::vector<std::string> loss_names() {
+  std::vector<std::string> names;
+  for (const auto& k : loss_kinds()) names.push_back(k.name);
+  return names;
+}
+
+const LossKind& find_loss(const std::string& name) {
+  for (const auto& k : loss_kinds())
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& n : loss_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error("unknown loss '" + name + "' (known: " + known + ")", "", "train.loss");
+}
+
+void register_loss_choices() { set_schema_choices("train.loss", loss_names()); }
+
+torch::Tensor ranking_loss(const LossOptions& opts, const torch::Tensor& scores, const torch::Tensor& target,
+                           const torch::Tensor& mask) {
+  return find_loss(opts.name).loss(opts, scores, target, mask);
+}
+
+int64_t ranking_loss_graphs(const LossOptions& opts, const torch::Tensor& target, const torch::Tensor& mask) {
+  return find_loss(opts.name).graphs(target, mask);
+}
+
+double backward_joint_loss(const LossOptions& opts, const std::vector<Batch>& batches,
+                           const std::function<torch::Tensor(const Batch&)>& forward, double scale) {
+  std::vector<int64_t> counted;
+  int64_t all = 0;
+  for (const Batch& b : batches) all += counted.emplace_back(ranking_loss_graphs(opts, b.target, b.config_mask));
+  double joint = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (counted[i] == 0) continue;  // e.g. hinge on slates without a pair: no loss, no gradient
+    const double share = static_cast<double>(counted[i]) / static_cast<double>(all);
+    const torch::Tensor loss = ranking_loss(opts, forward(batches[i]), batches[i].target, batches[i].config_mask);
+    (loss * (share * scale)).backward();
+    joint += loss.item<double>() * share;
+  }
+  return joint;
+}
+
+}  // namespace tpuperf

@@ -1,0 +1,57 @@
+// sage, the layout model: the configuration is per node, so each configurable node's 18
+// layout values are embedded per config slot and added to that node's config-free state;
+// SAGE residual blocks run on all S copies of the graph (S x N x H), and the readout pools
+// each copy per graph, lets the slots attend to each other and scores them.
+#include "trainer/models/blocks.h"
+#include "trainer/models/registry.h"
+
+namespace tpuperf {
+
+namespace F = torch::nn::functional;
+
+namespace {
+
+class LayoutSage : public RankingModel {
+ public:
+  LayoutSage(int64_t num_node_feat, const ModelOptions& opts)
+      : encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
+        // Sum of one learned vector per (position, value): the same as a linear layer over
+        // the 18 x 7 one-hot encoding, without materializing it.
+        config_embed(register_module(
+            "config_embed",
+            torch::nn::EmbeddingBag(
+                torch::nn::EmbeddingBagOptions(kLayoutConfigDim * kLayoutLevels, opts.hidden).mode(torch::kSum)))),
+        config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
+        blocks(make_sage_blocks(*this, opts)),
+        readout(register_module("readout", Readout(opts))) {}
+
+  torch::Tensor forward(const Batch& batch) override {
+    const auto base = encoder(batch.node_feat, batch.node_opcode);  // N x H, config-free
+    const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
+    auto x = base.unsqueeze(0).expand({S, base.size(0), H});
+    if (M > 0) {
+      const auto cfg = config_out(F::gelu(config_embed(batch.config_values.view({S * M, kLayoutConfigDim}))))
+                           .view({S, M, H});
+      x = x.index_add(1, batch.config_node, cfg);
+    } else {
+      x = x.contiguous();
+    }
+    const BatchGraph graph(batch);
+    for (auto& block : blocks) x = block->forward(x, graph);
+    return readout(x, batch);
+  }
+
+  NodeEncoder encoder{nullptr};
+  torch::nn::EmbeddingBag config_embed{nullptr};
+  torch::nn::Linear config_out{nullptr};
+  std::vector<SageBlock> blocks;
+  Readout readout{nullptr};
+};
+
+}  // namespace
+
+ModelPtr make_layout_sage(const ModelSpec& spec) {
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options);
+}
+
+}  // namespace tpuperf

@@ -1,0 +1,80 @@
+#include "trainer/train/settings.h"
+
+#include "common/error.h"
+#include "pipeline/preprocess/plan.h"
+#include "trainer/models/registry.h"
+
+namespace tpuperf {
+
+namespace {
+
+ModelOptions model_options(const Config& cfg, const std::string& prefix) {
+  ModelOptions o;
+  o.hidden = cfg.get_int(prefix + "hidden");
+  o.layers = cfg.get_int(prefix + "layers");
+  o.dropout = cfg.get_float(prefix + "dropout");
+  o.opcode_dim = cfg.get_int(prefix + "opcode_dim");
+  o.attention_heads = cfg.get_int(prefix + "attention_heads");
+  o.fused = cfg.get_bool("model.fused");
+  return o;
+}
+
+}  // namespace
+
+TrainSettings::TrainSettings(const Config& cfg)
+    : processed_dir(cfg.get_path("data.processed_dir")),
+      output_dir(cfg.get_path("output.dir")),
+      collections(cfg.get_list("data.collections")),
+      epochs(cfg.get_int("train.epochs")),
+      graphs_per_step(cfg.get_int("train.graphs_per_step")),
+      tile_slate(cfg.get_int("train.tile_slate")),
+      layout_slate(cfg.get_int("train.layout_slate")),
+      eval_max_configs(cfg.get_int("train.eval_max_configs")),
+      tile_eval_chunk(cfg.get_int("train.tile_eval_chunk")),
+      layout_eval_chunk(cfg.get_int("train.layout_eval_chunk")),
+      lr(cfg.get_float("train.lr")),
+      weight_decay(cfg.get_float("train.weight_decay")),
+      warmup_fraction(cfg.get_float("train.warmup_fraction")),
+      grad_clip(cfg.get_float("train.grad_clip")),
+      stall_timeout_s(cfg.get_float("train.stall_timeout_s")),
+      seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
+      tile_arch(cfg.get_string("model.tile.arch")),
+      layout_arch(cfg.get_string("model.layout.arch")),
+      tile_model(model_options(cfg, "model.tile.")),
+      layout_model(model_options(cfg, "model.layout.")),
+      ensemble(cfg.get_string("output.ensemble")),
+      tile_keep_default(cfg.get_bool("output.tile_keep_default")) {
+  const int64_t steps = cfg.get_int("train.steps_per_epoch");
+  tile_steps_per_epoch = cfg.get_int("train.tile_steps_per_epoch");
+  layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
+  if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
+  if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
+  loss.name = cfg.get_string("train.loss");
+  loss.margin = cfg.get_float("train.hinge_margin");
+  find_loss(loss.name);
+  // Building each model once checks its name and options, naming the key, before any work.
+  for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(model_spec(kind, 1));
+  if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
+  if (output_dir.empty()) throw Error("is not set", "", "output.dir");
+}
+
+ModelSpec TrainSettings::model_spec(Kind kind, int64_t num_node_feat) const {
+  ModelSpec spec;
+  spec.kind = kind;
+  spec.arch = kind == Kind::Tile ? tile_arch : layout_arch;
+  spec.num_node_feat = num_node_feat;
+  spec.options = kind == Kind::Tile ? tile_model : layout_model;
+  return spec;
+}
+
+std::string checkpoint_path(const TrainSettings& s, const std::string& collection, int fold,
+                            const std::string& which) {
+  return s.output_dir + "/checkpoints/" + collection_dir(collection) + "/fold" + std::to_string(fold) + "/" +
+         which + ".pt";
+}
+
+std::string fold_metrics_path(const TrainSettings& s, const std::string& collection, int fold) {
+  return s.output_dir + "/metrics/" + collection_dir(collection) + ".fold" + std::to_string(fold) + ".csv";
+}
+
+}  // namespace tpuperf

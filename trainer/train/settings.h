@@ -1,0 +1,49 @@
+// The train.*, model.* and output.* settings a training run reads, in one place, and
+// where a run's files live below output.dir.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/collection.h"
+#include "common/config.h"
+#include "trainer/losses/registry.h"
+#include "trainer/models/model_spec.h"
+
+namespace tpuperf {
+
+struct TrainSettings {
+  std::string processed_dir, output_dir;
+  std::vector<std::string> collections;
+  int64_t epochs = 10, graphs_per_step = 8;
+  int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
+  int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
+  int64_t tile_eval_chunk = 512, layout_eval_chunk = 128;
+  double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
+  double stall_timeout_s = 600;
+  LossOptions loss;
+  uint64_t seed = 0;
+  std::string tile_arch = "early_join", layout_arch = "sage";
+  ModelOptions tile_model, layout_model;
+  std::string ensemble = "mean_z";
+  bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
+
+  // Throws Error naming the key of an invalid setting (unknown loss or model, heads that
+  // do not divide the width, unset directories).
+  explicit TrainSettings(const Config& cfg);
+  int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
+  int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
+  int64_t steps_per_epoch(Kind kind) const {
+    return kind == Kind::Tile ? tile_steps_per_epoch : layout_steps_per_epoch;
+  }
+  // The model the config asks for, for data with this many node feature columns.
+  ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
+};
+
+// Where a fold's files live below output.dir.
+std::string checkpoint_path(const TrainSettings& s, const std::string& collection, int fold,
+                            const std::string& which);  // "best" or "last"
+std::string fold_metrics_path(const TrainSettings& s, const std::string& collection, int fold);
+
+}  // namespace tpuperf
