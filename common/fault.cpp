@@ -1,22 +1,47 @@
 #include "common/fault.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "common/log.h"
 
 namespace tpuperf {
 
+namespace {
+
+struct FaultSpec {
+  std::string point;
+  int hit = 1;
+  std::string action = "kill";
+};
+
+FaultSpec parse_spec(const std::string& s) {
+  FaultSpec f;
+  const size_t a = s.find(':');
+  f.point = s.substr(0, a);
+  if (a == std::string::npos) return f;
+  const size_t b = s.find(':', a + 1);
+  f.hit = std::atoi(s.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1).c_str());
+  if (b != std::string::npos) f.action = s.substr(b + 1);
+  return f;
+}
+
+}  // namespace
+
 void fault_point(const char* point) {
-  static const char* spec = std::getenv("TPUPERF_FAULT");
+  static const char* env = std::getenv("TPUPERF_FAULT");
   static int hits = 0;
-  if (!spec) return;
-  std::string s = spec;
-  std::string name = s.substr(0, s.find(':'));
-  int n = s.find(':') == std::string::npos ? 1 : std::atoi(s.c_str() + s.find(':') + 1);
-  if (name != point || ++hits < n) return;
+  if (!env) return;
+  static const FaultSpec spec = parse_spec(env);
+  if (spec.point != point || ++hits < spec.hit) return;
+  if (spec.action == "hang") {
+    spdlog::warn("fault injection: hanging at {} (hit {})", point, hits);
+    spdlog::default_logger()->flush();
+    for (;;) ::pause();
+  }
   spdlog::warn("fault injection: killing this process at {} (hit {})", point, hits);
   spdlog::default_logger()->flush();
   std::raise(SIGKILL);

@@ -3,7 +3,9 @@
 # folds: the submission covers every test graph with valid rows and beats random order;
 # a run killed after an epoch and resumed ends with the same metrics and submission as an
 # uninterrupted one; --predict-only reproduces the submission from the saved checkpoints;
-# an output.dir with old checkpoints is refused without --resume/--fresh.
+# an output.dir with old checkpoints is refused without --resume/--fresh; the second tile
+# architecture and the unfused model path train through the same binary; a hung rank is
+# named by its peer, which stops the job (train.stall_timeout_s).
 # Usage: test_train.sh BIN_DIR SRC_DIR
 set -euo pipefail
 BIN=$1
@@ -135,6 +137,47 @@ mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --predict-only --set data.p
 "$BIN/tpuperf-score" --submission "$work/run/submission.csv" --truth "$work/new" > "$work/new_score.txt" \
   || { cat "$work/new_score.txt"; exit 1; }
 grep -q "^overall" "$work/new_score.txt"
+
+step "model.tile.arch=late_join trains through the registry; model.fused=false gives the fused losses"
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --set output.dir="$work/late" \
+  --set model.tile.arch=late_join > "$work/late.log" 2>&1 || { tail -30 "$work/late.log"; exit 1; }
+"$BIN/tpuperf-score" --submission "$work/late/submission.csv" --truth "$work/gen" > "$work/late_score.txt" \
+  || { cat "$work/late_score.txt"; exit 1; }
+grep -q "^tile:xla" "$work/late_score.txt"
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --train-only --set output.dir="$work/fused" \
+  --set train.epochs=1 > "$work/fused.log" 2>&1 || { tail -30 "$work/fused.log"; exit 1; }
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --train-only --set output.dir="$work/plain" \
+  --set train.epochs=1 --set model.fused=false > "$work/plain.log" 2>&1 || { tail -30 "$work/plain.log"; exit 1; }
+# One epoch from the same start: the paths differ only in float rounding.
+$PY - "$work/fused/metrics.csv" "$work/plain/metrics.csv" <<'PY'
+import csv, sys
+def losses(p):
+    return {(r["collection"], r["fold"]): float(r["loss"]) for r in csv.DictReader(open(p)) if r["split"] == "train"}
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+assert a.keys() == b.keys() and a, (a, b)
+for k in a:
+    assert abs(a[k] - b[k]) <= 2e-3 * abs(a[k]), (k, a[k], b[k])
+print(f"{len(a)} fold losses agree: " + ", ".join(f"{k[0]} {a[k]:.5f}/{b[k]:.5f}" for k in sorted(a)))
+PY
+
+step "a hung rank is named by its peer, which stops the job"
+mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.folds=1 \
+  --set data.processed_dir="$work/processed_k1" --set data.collections=[tile:xla] > "$work/pre_k1.log" 2>&1 \
+  || { tail "$work/pre_k1.log"; exit 1; }
+# Two ranks train the one fold together; rank 1 stops for good before its third all-reduce.
+set +e
+timeout 300 mpirun --bind-to none -np 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh \
+    --set data.processed_dir="$work/processed_k1" --set data.collections=[tile:xla] --set output.dir="$work/hung" \
+    --set train.stall_timeout_s=3 \
+  : -np 1 -x TPUPERF_FAULT=train.step:3:hang "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh \
+    --set data.processed_dir="$work/processed_k1" --set data.collections=[tile:xla] --set output.dir="$work/hung" \
+    --set train.stall_timeout_s=3 > "$work/hung.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { tail -20 "$work/hung.log"; echo "expected the job to stop on its own (rc $rc)"; exit 1; }
+grep -q "stalled at the gradient all-reduce of step 3" "$work/hung.log" \
+  && grep -q "group rank(s) 1 (world rank 1)" "$work/hung.log" || { tail -20 "$work/hung.log"; echo "no stall report naming rank 1"; exit 1; }
+grep "stalled at" "$work/hung.log" | head -1
 
 step "contradictory flags are refused"
 set +e

@@ -4,12 +4,20 @@
 
 namespace tpuperf {
 
+namespace {
+
+// Blocks up to this size come from the heap, not from mmap: glibc's largest mmap
+// threshold (32 MiB on 64-bit). A fixed value also turns off glibc's threshold adaptation.
+constexpr int kHeapBlockLimit = 32 * 1024 * 1024;
+// The top of the heap is never given back (-1: no trim threshold).
+constexpr int kNeverTrim = -1;
+
+}  // namespace
+
 void keep_freed_memory_for_reuse() {
 #if defined(__GLIBC__)
-  // Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, and the top
-  // of the heap is never trimmed. Fixed values also turn off glibc's threshold adaptation.
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, -1);
+  mallopt(M_MMAP_THRESHOLD, kHeapBlockLimit);
+  mallopt(M_TRIM_THRESHOLD, kNeverTrim);
 #endif
 }
 

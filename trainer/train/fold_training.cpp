@@ -71,6 +71,7 @@ std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, co
   const auto forward = [&model](const Batch& b) { return model.forward(b); };
   stats[0] = backward_joint_loss(s.loss, batches, forward, n * size / static_cast<double>(s.graphs_per_step)) * n;
   stats[1] = n;
+  fault_point("train.step");
   const auto sync_start = std::chrono::steady_clock::now();
   reducer.allreduce();
   stats[3] = std::chrono::duration<double>(std::chrono::steady_clock::now() - sync_start).count();
