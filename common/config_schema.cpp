@@ -31,6 +31,9 @@ std::vector<ConfigKey>& schema_table() {
        "runtime kept for re-measured duplicate configs in train/valid", -1e300, 1e300,
        {"min", "mean", "first"}},
       {"preprocess.folds", T::Int, "5", "cross-validation folds over train graphs", 1, 64},
+      {"preprocess.fold_by", T::String, "auto",
+       "what folds group: family (graphs of one model family share a fold), graph, or auto (family "
+       "when the families fill the folds in balance, else graph)", -1e300, 1e300, {"auto", "family", "graph"}},
       {"preprocess.seed", T::Int, "0", "seed of the fold assignment", 0, 9.2e18},
       {"preprocess.shard_mb", T::Float, "256", "target size of one HDF5 shard in MB", 0.01, 1e6},
       {"preprocess.log_columns", T::Bool, "true",

@@ -73,6 +73,10 @@ int run_mpi_tool(const char* program, int argc, char** argv,
   try {
     init_logging(ctx.rank, "info");
     code = body(ctx, argc, argv);
+  } catch (const CollectiveError& e) {
+    if (ctx.rank == 0) std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    std::fflush(stderr);
+    code = kExitError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s [rank %d]\n", program, e.what(), ctx.rank);
     std::fflush(stderr);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "common/error.h"
+
 namespace tpuperf {
 
 struct MpiContext {
@@ -14,9 +16,18 @@ struct MpiContext {
   MPI_Comm world = MPI_COMM_WORLD;
 };
 
+// An error every rank of the job raises at the same point with the same message (e.g. a
+// check of the input that all ranks make on the same data): run_mpi_tool reports it once,
+// from rank 0, and every rank ends normally with kExitError, without MPI_Abort.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
 // MPI_Init, rank-tagged logging, the body, MPI_Finalize. A fatal error on any rank is
 // printed with its rank and ends the whole job with MPI_Abort (when size > 1), so no
-// rank waits forever in a collective for a peer that has died.
+// rank waits forever in a collective for a peer that has died. A CollectiveError is
+// printed once and ends the job without the abort.
 int run_mpi_tool(const char* program, int argc, char** argv,
                  const std::function<int(const MpiContext&, int, char**)>& body);
 

@@ -246,9 +246,10 @@ std::set<std::string> allgather_rejected(const Manifest& mine, const MpiContext&
   return rejected;
 }
 
-// collection -> graph name -> fold, for the train units redone in this run.
+// collection -> graph name -> fold, for the train units redone in this run. Every rank
+// computes the same folds; `say` ranks log the rule's note.
 std::map<std::string, std::map<std::string, int>> compute_folds(const Plan& plan, const PreprocessSettings& s,
-                                                                const std::set<std::string>& rejected) {
+                                                                const std::set<std::string>& rejected, bool say) {
   std::map<std::string, std::map<std::string, int>> folds;
   std::map<std::string, std::vector<const SourceFile*>> train;
   for (const auto& src : plan.sources)
@@ -259,8 +260,9 @@ std::map<std::string, std::map<std::string, int>> compute_folds(const Plan& plan
     std::vector<std::string> names;
     std::vector<int64_t> sizes;
     for (const auto* f : files) names.push_back(f->stem), sizes.push_back(f->size);
-    std::vector<int> f = assign_folds(names, sizes, s.folds, s.seed);
-    for (size_t i = 0; i < names.size(); ++i) folds[coll][names[i]] = f[i];
+    const FoldAssignment a = assign_folds(names, sizes, s.folds, s.seed, s.fold_by);
+    if (say && !a.note.empty()) spdlog::warn("{}: {}", coll, a.note);
+    for (size_t i = 0; i < names.size(); ++i) folds[coll][names[i]] = a.folds[i];
   }
   return folds;
 }
@@ -318,7 +320,7 @@ int run_preprocess(const Config& cfg, const MpiContext& ctx, bool force) {
     auto my_stats = process_my_files(plan, s, ctx, shards, partial);
     shards.close_eval();
     auto rejected = allgather_rejected(partial, ctx);
-    shards.close_train(compute_folds(plan, s, rejected));
+    shards.close_train(compute_folds(plan, s, rejected, ctx.rank == 0));
     // Statistics of the redone train splits, summed over ranks (exact: see features.h).
     for (const auto& coll : plan.refit) {
       if (!plan.redo_units.count(unit_key(coll, "train"))) continue;

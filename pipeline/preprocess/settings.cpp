@@ -11,6 +11,7 @@ PreprocessSettings::PreprocessSettings(const Config& cfg)
       prune_hops(static_cast<int>(cfg.get_int("preprocess.prune_hops"))),
       dedup(parse_dedup_policy(cfg.get_string("preprocess.dedup"))),
       folds(static_cast<int>(cfg.get_int("preprocess.folds"))),
+      fold_by(parse_fold_by(cfg.get_string("preprocess.fold_by"))),
       seed(static_cast<uint64_t>(cfg.get_int("preprocess.seed"))),
       shard_bytes(static_cast<int64_t>(cfg.get_float("preprocess.shard_mb") * 1e6)),
       deflate(static_cast<int>(cfg.get_int("preprocess.compression"))) {

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "pipeline/preprocess/dedup.h"
 #include "pipeline/preprocess/features.h"
+#include "pipeline/preprocess/folds.h"
 
 namespace tpuperf {
 
@@ -17,6 +18,7 @@ struct PreprocessSettings {
   int prune_hops = 1;
   DedupPolicy dedup = DedupPolicy::Min;
   int folds = 5;
+  FoldBy fold_by = FoldBy::Auto;
   uint64_t seed = 0;
   int64_t shard_bytes = 0;
   int deflate = 4;

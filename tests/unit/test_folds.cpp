@@ -1,4 +1,5 @@
-// Model families and the family-grouped, size-balanced fold assignment.
+// Model families and the fold assignment: family-grouped and size-balanced, or graph by
+// graph when the families cannot fill the folds (preprocess.fold_by).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,7 +58,10 @@ Synthetic synthetic_set(uint64_t seed) {
 TEST(Folds, SameFamilySameFoldAndBalanced) {
   Synthetic s = synthetic_set(1);
   const int k = 5;
-  std::vector<int> folds = assign_folds(s.names, s.sizes, k, 42);
+  const FoldAssignment a = assign_folds(s.names, s.sizes, k, 42);
+  EXPECT_EQ(a.rule, FoldBy::Family);
+  EXPECT_EQ(a.note, "");
+  const std::vector<int>& folds = a.folds;
   ASSERT_EQ(folds.size(), s.names.size());
   std::map<std::string, int> family_fold;
   std::map<std::string, int64_t> family_size;
@@ -82,8 +86,8 @@ TEST(Folds, SameFamilySameFoldAndBalanced) {
 
 TEST(Folds, DeterministicAndOrderIndependent) {
   Synthetic s = synthetic_set(2);
-  std::vector<int> a = assign_folds(s.names, s.sizes, 4, 7);
-  std::vector<int> b = assign_folds(s.names, s.sizes, 4, 7);
+  std::vector<int> a = assign_folds(s.names, s.sizes, 4, 7).folds;
+  std::vector<int> b = assign_folds(s.names, s.sizes, 4, 7).folds;
   EXPECT_EQ(a, b);
   // Shuffle the input: every graph keeps its fold.
   std::vector<size_t> perm(s.names.size());
@@ -94,7 +98,7 @@ TEST(Folds, DeterministicAndOrderIndependent) {
     t.names.push_back(s.names[i]);
     t.sizes.push_back(s.sizes[i]);
   }
-  std::vector<int> c = assign_folds(t.names, t.sizes, 4, 7);
+  std::vector<int> c = assign_folds(t.names, t.sizes, 4, 7).folds;
   for (size_t j = 0; j < perm.size(); ++j) EXPECT_EQ(c[j], a[perm[j]]) << t.names[j];
 }
 
@@ -107,9 +111,9 @@ TEST(Folds, SeedBreaksTiesOnly) {
     sizes.push_back(10);
   }
   bool differs = false;
-  std::vector<int> base = assign_folds(names, sizes, 5, 0);
+  std::vector<int> base = assign_folds(names, sizes, 5, 0).folds;
   for (uint64_t seed = 1; seed < 20; ++seed) {
-    std::vector<int> f = assign_folds(names, sizes, 5, seed);
+    std::vector<int> f = assign_folds(names, sizes, 5, seed).folds;
     std::vector<int> count(5, 0);
     for (int x : f) ++count[x];
     for (int c : count) EXPECT_EQ(c, 2);
@@ -118,18 +122,58 @@ TEST(Folds, SeedBreaksTiesOnly) {
   EXPECT_TRUE(differs);
 }
 
-TEST(Folds, FewerFamiliesThanFolds) {
+TEST(Folds, FamiliesStayTogetherWhenThereAreEnough) {
   std::vector<std::string> names = {"resnet50.a", "resnet101.b", "bert_x"};
-  std::vector<int> f = assign_folds(names, {5, 5, 3}, 5, 0);
-  EXPECT_EQ(f[0], f[1]);
-  EXPECT_NE(f[0], f[2]);
-  EXPECT_EQ(f[0], 0);  // the largest family goes to the first (lightest) fold
-  EXPECT_EQ(f[2], 1);
+  const FoldAssignment a = assign_folds(names, {5, 5, 4}, 2, 0);
+  EXPECT_EQ(a.rule, FoldBy::Family);
+  EXPECT_EQ(a.folds, (std::vector<int>{0, 0, 1}));  // the largest family to the first fold
+}
+
+// A tree whose names all start with the same word (a user's own dumps, the featurizer's
+// output): one family cannot fill 5 folds, so auto deals graphs, balanced, and says why;
+// fold_by=family refuses instead of leaving folds empty.
+TEST(Folds, OneFamilyFallsBackToGraphs) {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 20; ++i) names.push_back("fusion_" + std::to_string(i)), sizes.push_back(10 + i % 3);
+  const FoldAssignment a = assign_folds(names, sizes, 5, 0);
+  EXPECT_EQ(a.rule, FoldBy::Graph);
+  EXPECT_NE(a.note.find("1 model family for 5 folds"), std::string::npos) << a.note;
+  std::vector<int> count(5, 0);
+  for (int f : a.folds) ++count[f];
+  for (int c : count) EXPECT_EQ(c, 4);
+  EXPECT_THROW(assign_folds(names, sizes, 5, 0, FoldBy::Family), Error);
+  EXPECT_EQ(assign_folds(names, sizes, 5, 0, FoldBy::Graph).folds, a.folds);
+}
+
+// Enough families, but one holds most of the data: family folds would leave some nearly
+// empty, so auto deals graphs; fold_by=family keeps the families as asked.
+TEST(Folds, DominantFamilyFallsBackToGraphs) {
+  std::vector<std::string> names = {"big_a", "big_b", "big_c", "big_d", "big_e", "big_f", "x_1", "y_1", "z_1"};
+  std::vector<int64_t> sizes = {100, 100, 100, 100, 100, 100, 10, 10, 10};
+  const FoldAssignment a = assign_folds(names, sizes, 3, 0);
+  EXPECT_EQ(a.rule, FoldBy::Graph);
+  EXPECT_NE(a.note.find("lightest family fold"), std::string::npos) << a.note;
+  std::vector<int64_t> load(3, 0);
+  for (size_t i = 0; i < names.size(); ++i) load[a.folds[i]] += sizes[i];
+  EXPECT_EQ(*std::min_element(load.begin(), load.end()), 210);
+  const FoldAssignment f = assign_folds(names, sizes, 3, 0, FoldBy::Family);
+  EXPECT_EQ(f.rule, FoldBy::Family);
+  EXPECT_EQ(f.folds[0], f.folds[5]);
+}
+
+TEST(Folds, FewerGraphsThanFoldsSaysWhichStayEmpty) {
+  const FoldAssignment a = assign_folds({"a1", "b1"}, {3, 4}, 4, 0);
+  EXPECT_EQ(a.rule, FoldBy::Graph);
+  EXPECT_NE(a.note.find("2 fold(s) hold no graph"), std::string::npos) << a.note;
+  EXPECT_NE(a.folds[0], a.folds[1]);
+  EXPECT_EQ(parse_fold_by("graph"), FoldBy::Graph);
+  EXPECT_THROW(parse_fold_by("families"), Error);
 }
 
 TEST(Folds, Errors) {
   EXPECT_THROW(assign_folds({"a"}, {1}, 0, 0), Error);
   EXPECT_THROW(assign_folds({"a", "b"}, {1}, 2, 0), Error);
   EXPECT_THROW(assign_folds({"a"}, {-1}, 2, 0), Error);
-  EXPECT_TRUE(assign_folds({}, {}, 3, 0).empty());
+  EXPECT_TRUE(assign_folds({}, {}, 3, 0).folds.empty());
 }

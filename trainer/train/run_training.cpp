@@ -188,6 +188,31 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
   spdlog::info("wrote {}, {}, {}/metrics.csv", submission, report, s.output_dir);
 }
 
+// Why the train graphs of the manifest cannot give every fold of every collection a model
+// ("" when they can): fold f trains on the train graphs outside fold f (all of them when
+// k = 1), so it needs at least one.
+std::string untrainable_folds(const Manifest& manifest, const std::vector<std::string>& collections, int k) {
+  std::string why;
+  for (const auto& c : collections) {
+    const auto train = manifest.graphs_of(c, "train");
+    std::vector<int> bad;
+    for (int f = 0; f < k; ++f) {
+      const auto outside = std::count_if(train.begin(), train.end(), [&](const ManifestGraph* g) {
+        return k == 1 || g->fold != f;
+      });
+      if (outside == 0) bad.push_back(f);
+    }
+    if (bad.empty()) continue;
+    std::string folds;
+    for (int f : bad) folds += (folds.empty() ? "" : ",") + std::to_string(f);
+    why += (why.empty() ? "" : "; ") + c + " has " + std::to_string(train.size()) + " train graph(s) for " +
+           std::to_string(k) + " folds, so fold(s) " + folds + " would train on nothing";
+  }
+  if (why.empty()) return why;
+  return "cannot train: " + why +
+         " (lower preprocess.folds and rerun tpuperf-preprocess, or leave the collection out of data.collections)";
+}
+
 }  // namespace
 
 int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions& opts) {
@@ -207,6 +232,11 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
   if (opts.resume && opts.predict_only) throw Error("--resume and --predict-only exclude each other");
   if (opts.train_only && opts.predict_only) throw Error("--train-only and --predict-only exclude each other");
   if (opts.predict_only) k = saved_folds(s, collections);
+  // Checked on every rank before any work: the same data gives every rank the same answer.
+  if (!opts.predict_only) {
+    const std::string why = untrainable_folds(manifest, collections, k);
+    if (!why.empty()) throw CollectiveError(why, s.processed_dir + "/" + kManifestFileName);
+  }
   if (ctx.rank == 0) {
     cfg.log();
     spdlog::info("{} ranks, {} LibTorch threads each, {} folds", ctx.size, threads, k);
