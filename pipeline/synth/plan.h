@@ -1,0 +1,57 @@
+// The plan of a generated tree: every graph tpuperf-synth writes, decided up front and
+// sequentially, so that names are unique and the tree depends only on the seed and the
+// scale, not on the thread count, the order in which files are written or the collections
+// asked for (every graph has its own random stream, GraphPlan::seed). The scales' planners:
+// classic_plan.h (tiny, small, bench).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/collection.h"
+#include "pipeline/synth/models.h"
+#include "pipeline/synth/rng.h"
+
+namespace tpuperf::synth {
+
+struct GraphPlan {
+  std::string split, name;
+  int64_t index = 0;  // position within its split
+  ModelSpec model;
+  int64_t target_nodes = 0, max_config_nodes = 0;  // layout programs
+  int64_t configs = 0;  // configs of the file (tile: at most; fewer if the tilings run out)
+  uint64_t seed = 0;    // the graph's random stream
+  double est_bytes = 0;  // estimated decompressed size of the file (the largest are written first)
+};
+
+// A collection's graphs: train, then valid, then test.
+struct CollectionPlan {
+  Collection collection;
+  std::vector<GraphPlan> graphs;
+};
+
+// Log-uniform integer in [lo, hi]: sizes spread over orders of magnitude.
+int64_t draw_count(Rng& rng, int64_t lo, int64_t hi);
+
+// The label of a graph's random stream: "tile:xla/train/3".
+std::string graph_label(const std::string& what, const std::string& split, int64_t index);
+
+// Train graphs cycle through a few families (several graphs each, at least 4 families, which
+// is what fold assignment needs); valid and test draw freely. One family index per graph.
+std::vector<size_t> assign_families(int64_t n, size_t families, bool train, Rng& rng);
+
+// Kernels of tile:xla: counts[s] graphs per split, each a kernel of a model of any family
+// (train cycling through a few, as assign_families does), configs log-uniform in
+// [configs_min, configs_max], names as the release's (model name and kernel fingerprint;
+// test: 32 hex digits). stream names the planner's random stream and prefixes the graphs'.
+std::vector<GraphPlan> plan_tile_kernels(const int64_t counts[3], int64_t configs_min, int64_t configs_max,
+                                         const std::string& stream, uint64_t seed);
+
+// Estimated decompressed bytes of a file: node arrays (features, opcodes, ~1.7 edges per
+// node) plus configs. Layout config nodes are at most max_config_nodes; tile kernels hold
+// ~37 nodes (the release's median).
+double estimate_tile_bytes(int64_t configs);
+double estimate_layout_bytes(int64_t nodes, int64_t config_nodes, int64_t configs);
+
+}  // namespace tpuperf::synth
