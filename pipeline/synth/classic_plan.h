@@ -24,6 +24,9 @@ struct ScaleParams {
   double max_feat_bytes = 0;
   // Configs of the first nlp random train file (the release's largest holds 100,040).
   int64_t giant_configs = 0;
+  // Layout random-search files measured by a converged autotuner (converged_search.h):
+  // the graph of this index in every split (-1: none).
+  int64_t converged_index = -1;
 };
 
 bool is_classic_scale(const std::string& scale);

@@ -629,17 +629,7 @@ bool same_perms(const LayoutChoice& a, const LayoutChoice& b) {
   return a.perm[0] == b.perm[0] && a.perm[1] == b.perm[1] && a.perm[2] == b.perm[2];
 }
 
-void append_config_rows(const LayoutProblem& p, const std::vector<int>& choice,
-                        std::vector<int8_t>& out) {
-  for (const auto& n : p.nodes) {
-    const LayoutChoice& c = p.options[static_cast<size_t>(n.group)]
-                                     [static_cast<size_t>(choice[static_cast<size_t>(n.group)])];
-    for (int s = 0; s < 3; ++s)
-      for (size_t k = 0; k < 6; ++k)
-        out.push_back(!c.is_default && k < c.perm[s].size() ? static_cast<int8_t>(c.perm[s][k])
-                                                            : int8_t{-1});
-  }
-}
+}  // namespace
 
 std::vector<int> sample_choice(const LayoutProblem& p, const std::string& search, Rng& rng) {
   const size_t groups = p.options.size();
@@ -663,7 +653,26 @@ std::vector<int> sample_choice(const LayoutProblem& p, const std::string& search
   return choice;
 }
 
-}  // namespace
+void append_config_rows(const LayoutProblem& p, const std::vector<int>& choice,
+                        std::vector<int8_t>& out) {
+  for (const auto& n : p.nodes) {
+    const LayoutChoice& c = p.options[static_cast<size_t>(n.group)]
+                                     [static_cast<size_t>(choice[static_cast<size_t>(n.group)])];
+    for (int s = 0; s < 3; ++s)
+      for (size_t k = 0; k < 6; ++k)
+        out.push_back(!c.is_default && k < c.perm[s].size() ? static_cast<int8_t>(c.perm[s][k])
+                                                            : int8_t{-1});
+  }
+}
+
+LayoutGraph start_layout_graph(const std::string& name, const LayoutProgram& program) {
+  LayoutGraph g;
+  g.name = name;
+  program.hlo.fill(g);
+  g.node_splits = program.hlo.splits();
+  for (const auto& n : program.problem.nodes) g.node_config_ids.push_back(n.node_id);
+  return g;
+}
 
 LayoutProgram build_layout_program(const ModelSpec& model, int64_t target_nodes,
                                    int64_t max_config_nodes, Rng& rng) {
@@ -709,14 +718,26 @@ void make_layout_options(LayoutProblem& problem, const std::string& search, Rng&
   }
 }
 
+namespace {
+
+// Appends the configs' rows and their measured runtimes (~0.1% measurement noise).
+void measure_choices(const LayoutProblem& p, const std::vector<std::vector<int>>& choices,
+                     LayoutGraph& g, Rng& rng) {
+  LayoutCostModel model(p);
+  g.node_config_feat.reserve(choices.size() * p.nodes.size() * kLayoutConfigDim);
+  for (const auto& c : choices) {
+    append_config_rows(p, c, g.node_config_feat);
+    double t = model.runtime_ns(c) * (1.0 + measurement_noise(rng));
+    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(t)));
+  }
+}
+
+}  // namespace
+
 LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& program,
                               const std::string& search, int64_t num_configs, Rng& rng) {
-  LayoutGraph g;
-  g.name = name;
-  program.hlo.fill(g);
-  g.node_splits = program.hlo.splits();
+  LayoutGraph g = start_layout_graph(name, program);
   const LayoutProblem& p = program.problem;
-  for (const auto& n : p.nodes) g.node_config_ids.push_back(n.node_id);
 
   // The default configuration measured many times, some others re-measured.
   const int64_t defaults = std::max<int64_t>(
@@ -731,14 +752,7 @@ LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& prog
     choices.push_back(choices[static_cast<size_t>(rng.randint(0, fresh - 1))]);
   choices.resize(static_cast<size_t>(num_configs));
   rng.shuffle(choices);
-
-  LayoutCostModel model(p);
-  g.node_config_feat.reserve(static_cast<size_t>(num_configs) * p.nodes.size() * kLayoutConfigDim);
-  for (const auto& c : choices) {
-    append_config_rows(p, c, g.node_config_feat);
-    double t = model.runtime_ns(c) * (1.0 + measurement_noise(rng));
-    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(t)));
-  }
+  measure_choices(p, choices, g, rng);
   return g;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/graph.h"
 #include "pipeline/synth/hlo.h"
@@ -35,5 +36,15 @@ void make_layout_options(LayoutProblem& problem, const std::string& search, Rng&
 // model with ~0.1% measurement noise.
 LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& program,
                               const std::string& search, int64_t num_configs, Rng& rng);
+
+// One configuration the search's way: random, every group picks freely (keeping the
+// default with a per-config probability); default, a few groups depart from the default.
+std::vector<int> sample_choice(const LayoutProblem& p, const std::string& search, Rng& rng);
+
+// The file without configs: the program's arrays, node_splits and node_config_ids.
+LayoutGraph start_layout_graph(const std::string& name, const LayoutProgram& program);
+// Appends one config's rows (nc x 18, the compiler default as all -1) to out.
+void append_config_rows(const LayoutProblem& p, const std::vector<int>& choice,
+                        std::vector<int8_t>& out);
 
 }  // namespace tpuperf::synth

@@ -15,6 +15,12 @@
 
 namespace tpuperf::synth {
 
+// Shapes beyond the classic generator's; the defaults give the classic graphs.
+struct GraphShape {
+  // Layout, random search: measured by a converged autotuner (converged_search.h).
+  bool converged = false;
+};
+
 struct GraphPlan {
   std::string split, name;
   int64_t index = 0;  // position within its split
@@ -22,6 +28,7 @@ struct GraphPlan {
   int64_t target_nodes = 0, max_config_nodes = 0;  // layout programs
   int64_t configs = 0;  // configs of the file (tile: at most; fewer if the tilings run out)
   uint64_t seed = 0;    // the graph's random stream
+  GraphShape shape;
   double est_bytes = 0;  // estimated decompressed size of the file (the largest are written first)
 };
 

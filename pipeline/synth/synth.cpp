@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "common/graph.h"
 #include "common/npz.h"
+#include "pipeline/synth/converged_search.h"
 #include "pipeline/synth/layout_gen.h"
 #include "pipeline/synth/models.h"
 #include "pipeline/synth/rng.h"
@@ -96,7 +97,9 @@ LayoutGraph make_layout_file(const Collection& c, const GraphPlan& g) {
   LayoutProgram program = build_layout_program(g.model, g.target_nodes, g.max_config_nodes, graph_rng);
   Rng rng(mix_seed(g.seed, "configs:" + c.search));
   make_layout_options(program.problem, c.search, rng);
-  return make_layout_graph(g.name, program, c.search, g.configs, rng);
+  return g.shape.converged && c.search == "random"
+             ? make_converged_layout_graph(g.name, program, g.configs, rng)
+             : make_layout_graph(g.name, program, c.search, g.configs, rng);
 }
 
 Written write_layout(const std::string& out, const Collection& c, const GraphPlan& g) {
