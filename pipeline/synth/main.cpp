@@ -27,6 +27,19 @@ uint64_t parse_u64(const std::string& option, const std::string& value) {
   return v;
 }
 
+double parse_fraction(const std::string& value) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(v > 0 && v <= 1))
+    throw tpuperf::Error("--fraction expects a number in (0, 1], got '" + value + "'");
+  return v;
+}
+
 std::vector<tpuperf::Collection> parse_collections(const std::string& list) {
   std::vector<tpuperf::Collection> out;
   size_t start = 0;
@@ -53,15 +66,20 @@ int synth_main(int argc, char** argv) {
       .option("seed", "N",
               "random seed; the same seed and scale give byte-identical files (default 1)")
       .option("scale", "SCALE",
-              "tiny (tests, seconds), small (the demo, under a minute) or bench (real sizes, "
-              "~minutes, GBs); default small")
+              "tiny (tests, seconds), small (the demo, under a minute), bench (real sizes, "
+              "~minutes, GBs) or release (the real collections' counts and size distributions; "
+              "see --fraction); default small")
+      .option("fraction", "F",
+              "release only: write every (1/F)-th file of each split by size, e.g. 0.1 "
+              "(DIR/release_plan.tsv lists every planned file; default 1, the whole release)")
       .option("collections", "LIST",
               "comma-separated collection ids (default all: tile:xla,layout:xla:random,"
               "layout:xla:default,layout:nlp:random,layout:nlp:default)")
       .option("threads", "N", "worker threads (default: the machine's cores)")
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(
-          "example:\n  tpuperf-synth --out /tmp/tpugraphs --scale tiny --seed 7\n\n"
+          "examples:\n  tpuperf-synth --out /tmp/tpugraphs --scale tiny --seed 7\n"
+          "  tpuperf-synth --out /tmp/release10 --scale release --fraction 0.1\n\n"
           "exit codes: 0 ok, 2 error");
   cli.parse(argc, argv);
   if (cli.has("log-level")) tpuperf::set_log_level(cli.get("log-level"));
@@ -70,13 +88,14 @@ int synth_main(int argc, char** argv) {
   if (o.out_dir.empty()) throw tpuperf::Error("missing --out DIR (see tpuperf-synth --help)");
   o.seed = parse_u64("seed", cli.get("seed", "1"));
   o.scale = cli.get("scale", "small");
+  if (cli.has("fraction")) o.fraction = parse_fraction(cli.get("fraction"));
   if (cli.has("collections")) o.collections = parse_collections(cli.get("collections"));
   unsigned hw = std::thread::hardware_concurrency();
   o.threads = static_cast<int>(cli.has("threads") ? parse_u64("threads", cli.get("threads"))
                                                   : (hw ? hw : 1));
   if (o.threads < 1) throw tpuperf::Error("--threads must be at least 1");
-  spdlog::info("writing the {} tree (seed {}) to {} with {} threads", o.scale, o.seed, o.out_dir,
-               o.threads);
+  spdlog::info("writing the {} tree (seed {}{}) to {} with {} threads", o.scale, o.seed,
+               o.fraction < 1 ? ", fraction " + std::to_string(o.fraction) : "", o.out_dir, o.threads);
   auto stats = tpuperf::synth::generate_tree(o);
   spdlog::info("done: {} files, {:.1f} MB, {:.1f} s", stats.files,
                static_cast<double>(stats.bytes) / 1e6, stats.seconds);

@@ -83,7 +83,8 @@ ModelSpec conv_model(size_t family, Rng& rng) {
   return m;
 }
 
-ModelSpec nlp_model(size_t family, int64_t target_nodes, int64_t max_config_nodes, Rng& rng) {
+ModelSpec nlp_model(size_t family, int64_t target_nodes, int64_t max_config_nodes, int64_t max_layers,
+                    Rng& rng) {
   const NlpFamily& f = nlp_families()[family % nlp_families().size()];
   ModelSpec m;
   m.arch = Arch::Transformer;
@@ -98,7 +99,7 @@ ModelSpec nlp_model(size_t family, int64_t target_nodes, int64_t max_config_node
   const int64_t by_nodes = static_cast<int64_t>(static_cast<double>(target_nodes) / per_layer);
   const int64_t by_configs =
       static_cast<int64_t>(static_cast<double>(max_config_nodes) / cfg_per_layer);
-  m.layers = std::clamp<int64_t>(std::min(by_nodes, by_configs), 2, 48);
+  m.layers = std::clamp<int64_t>(std::min(by_nodes, by_configs), 2, max_layers);
   m.name = f.base + "_L-" + std::to_string(m.layers) + "_H-" + std::to_string(m.hidden) + "_A-" +
            std::to_string(m.heads) + "_batch_size_" + std::to_string(m.batch) +
            (m.training ? "_train" : "_test");
@@ -114,8 +115,8 @@ size_t num_families(const std::string& source) {
 }
 
 ModelSpec make_model(const std::string& source, size_t family, int64_t target_nodes,
-                     int64_t max_config_nodes, Rng& rng) {
-  ModelSpec m = source == "nlp" ? nlp_model(family, target_nodes, max_config_nodes, rng)
+                     int64_t max_config_nodes, Rng& rng, int64_t max_layers) {
+  ModelSpec m = source == "nlp" ? nlp_model(family, target_nodes, max_config_nodes, max_layers, rng)
                                 : conv_model(family, rng);
   m.family = family_of(m.name);
   return m;

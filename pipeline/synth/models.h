@@ -34,10 +34,11 @@ struct ModelSpec {
 size_t num_families(const std::string& source);
 
 // A model of family `family` (index into the source's list) sized for about target_nodes
-// nodes and at most ~max_config_nodes configurable ones (transformers: the layer count;
-// convolution networks are sized by their builder); the name is not yet unique.
+// nodes and at most ~max_config_nodes configurable ones (transformers: the layer count, at
+// most max_layers; convolution networks are sized by their builder); the name is not yet
+// unique.
 ModelSpec make_model(const std::string& source, size_t family, int64_t target_nodes,
-                     int64_t max_config_nodes, Rng& rng);
+                     int64_t max_config_nodes, Rng& rng, int64_t max_layers = 48);
 
 // The leading letters of a name, up to the first digit, '.', '_' or '-'.
 std::string family_of(const std::string& name);

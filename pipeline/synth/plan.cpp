@@ -12,6 +12,19 @@ int64_t draw_count(Rng& rng, int64_t lo, int64_t hi) {
   return std::llround(rng.log_uniform(static_cast<double>(lo), static_cast<double>(hi)));
 }
 
+int64_t draw_around_median(Rng& rng, int64_t lo, int64_t median, int64_t hi) {
+  const bool low_half = rng.chance(0.5);
+  return low_half ? draw_count(rng, lo, median) : draw_count(rng, median, hi);
+}
+
+ModelSpec draw_model(const std::string& source, size_t family, int64_t target_nodes,
+                     int64_t max_config_nodes, Rng& rng, int64_t max_layers, int training) {
+  ModelSpec m = make_model(source, family, target_nodes, max_config_nodes, rng, max_layers);
+  for (int i = 0; i < 50 && training >= 0 && m.training != (training == 1); ++i)
+    m = make_model(source, family, target_nodes, max_config_nodes, rng, max_layers);
+  return m;
+}
+
 std::string graph_label(const std::string& what, const std::string& split, int64_t index) {
   return what + "/" + split + "/" + std::to_string(index);
 }

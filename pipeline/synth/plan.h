@@ -2,7 +2,7 @@
 // sequentially, so that names are unique and the tree depends only on the seed and the
 // scale, not on the thread count, the order in which files are written or the collections
 // asked for (every graph has its own random stream, GraphPlan::seed). The scales' planners:
-// classic_plan.h (tiny, small, bench).
+// classic_plan.h (tiny, small, bench), release_plan.h (release).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ struct GraphPlan {
   int64_t configs = 0;  // configs of the file (tile: at most; fewer if the tilings run out)
   uint64_t seed = 0;    // the graph's random stream
   GraphShape shape;
-  double est_bytes = 0;  // estimated decompressed size of the file (the largest are written first)
+  double est_bytes = 0;  // estimated decompressed size: largest written first; release sampling
 };
 
 // A collection's graphs: train, then valid, then test.
@@ -40,6 +40,17 @@ struct CollectionPlan {
 
 // Log-uniform integer in [lo, hi]: sizes spread over orders of magnitude.
 int64_t draw_count(Rng& rng, int64_t lo, int64_t hi);
+
+// Two-piece log-uniform integer: half of the draws log-uniform in [lo, median], half in
+// [median, hi]. Matches a documented minimum, median and maximum exactly, with log-scale
+// spread on both sides (sizes in the release are given that way: 372..43,615, median ~12k).
+int64_t draw_around_median(Rng& rng, int64_t lo, int64_t median, int64_t hi);
+
+// make_model (models.h) drawn again until the model trains (training 1), serves (0) or
+// either (-1): convolution networks reach different node counts per configurable node
+// (training adds the backward pass: ~18 nodes per configurable node, inference ~11).
+ModelSpec draw_model(const std::string& source, size_t family, int64_t target_nodes,
+                     int64_t max_config_nodes, Rng& rng, int64_t max_layers, int training);
 
 // The label of a graph's random stream: "tile:xla/train/3".
 std::string graph_label(const std::string& what, const std::string& split, int64_t index);

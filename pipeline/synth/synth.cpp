@@ -22,6 +22,7 @@
 #include "pipeline/synth/converged_search.h"
 #include "pipeline/synth/layout_gen.h"
 #include "pipeline/synth/models.h"
+#include "pipeline/synth/release_plan.h"
 #include "pipeline/synth/rng.h"
 #include "pipeline/synth/tile_gen.h"
 
@@ -131,6 +132,7 @@ std::string megabytes(uint64_t bytes) {
 // The graphs of one collection at the options' scale.
 CollectionPlan plan_collection(const SynthOptions& o, const Collection& c) {
   if (is_classic_scale(o.scale)) return plan_classic(scale_params(o.scale), c, o.seed);
+  if (o.scale == "release") return plan_release(c, o.seed);
   scale_params(o.scale);  // throws, naming the scales
   return {};
 }
@@ -141,15 +143,23 @@ SynthStats generate_tree(const SynthOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   if (o.out_dir.empty()) throw Error("no output directory given (--out DIR)");
+  if (o.fraction != 1.0 && o.scale != "release")
+    throw Error("--fraction applies to --scale release only (got scale '" + o.scale + "')");
   std::vector<CollectionPlan> plans;
   std::vector<std::vector<size_t>> selected;
   for (const Collection& c : o.collections) {
     plans.push_back(plan_collection(o, c));
-    selected.emplace_back(plans.back().graphs.size());
-    std::iota(selected.back().begin(), selected.back().end(), size_t{0});
+    if (o.scale == "release") {
+      selected.push_back(select_fraction(plans.back(), o.fraction));
+    } else {
+      selected.emplace_back(plans.back().graphs.size());
+      std::iota(selected.back().begin(), selected.back().end(), size_t{0});
+    }
     for (const auto& split : kSplits) make_dirs(c.split_dir(o.out_dir + "/npz", split));
     make_dirs(truth_dir(o.out_dir, c));
   }
+  if (o.scale == "release")
+    write_file_atomic(o.out_dir + "/release_plan.tsv", release_plan_listing(plans, selected));
 
   // One job per file, largest first, so that the big files do not end the run alone.
   struct Job {

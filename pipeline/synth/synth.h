@@ -5,7 +5,7 @@
 //   <out>/truth/tile/xla/test/<name>.npz            (config_runtime, config_runtime_normalizers)
 //   <out>/truth/layout/<src>/<search>/test/<name>.npz (config_runtime)
 // Test files carry zero runtimes (tile: normalizers one) like the release's.
-// The output depends only on the seed and the scale (not on the thread count
+// The output depends only on the seed, the scale and the fraction (not on the thread count
 // or the collections chosen): every file has its own random stream.
 #pragma once
 
@@ -21,8 +21,10 @@ namespace tpuperf::synth {
 struct SynthOptions {
   std::string out_dir;
   uint64_t seed = 1;
-  // tiny | small | bench (classic_plan.h).
+  // tiny | small | bench (classic_plan.h), release (release_plan.h).
   std::string scale = "small";
+  // release only: write every (1/fraction)-th file of each split (release_plan.h).
+  double fraction = 1.0;
   std::vector<Collection> collections = Collection::all();
   int threads = 1;
 };

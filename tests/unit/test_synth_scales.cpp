@@ -1,5 +1,6 @@
-// tpuperf-synth's converged-search runtime shape: converged-search files have issue 20's
-// statistics, and their incumbent is a local optimum of the cost model.
+// tpuperf-synth's release scale and the converged-search runtime shape: the release plan
+// holds the documented counts and size distributions and a fraction is a systematic
+// sample of it; converged-search files have issue 20's statistics.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,15 +10,26 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "common/graph.h"
 #include "common/metrics.h"
 #include "pipeline/synth/converged_search.h"
 #include "pipeline/synth/layout_gen.h"
+#include "pipeline/synth/release_plan.h"
+#include "pipeline/synth/synth.h"
+#include "tests/test_util.h"
 
 using namespace tpuperf;
 using namespace tpuperf::synth;
 
 namespace {
+
+std::vector<const GraphPlan*> in_split(const CollectionPlan& p, const std::string& split) {
+  std::vector<const GraphPlan*> out;
+  for (const auto& g : p.graphs)
+    if (g.split == split) out.push_back(&g);
+  return out;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -26,6 +38,122 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------------ release
+
+TEST(ReleasePlan, HoldsTheReleaseCountsPerSplit) {
+  const std::map<std::string, std::vector<size_t>> want = {
+      {"tile:xla", {5709, 676, 844}},          {"layout:xla:random", {69, 7, 8}},
+      {"layout:xla:default", {61, 7, 8}},      {"layout:nlp:random", {207, 20, 17}},
+      {"layout:nlp:default", {198, 20, 17}}};
+  for (const auto& c : Collection::all()) {
+    const CollectionPlan p = plan_release(c, 0);
+    for (size_t s = 0; s < kSplits.size(); ++s)
+      EXPECT_EQ(in_split(p, kSplits[s]).size(), want.at(c.id())[s]) << c.id() << " " << kSplits[s];
+    std::set<std::string> names;
+    for (const auto& g : p.graphs) names.insert(g.name);
+    EXPECT_EQ(names.size(), p.graphs.size()) << c.id() << ": names are unique";
+  }
+}
+
+TEST(ReleasePlan, LayoutSizesFollowTheDocumentedDistributions) {
+  struct Want {
+    const char* id;
+    int64_t lo, median, hi;
+  };
+  for (const Want& w : {Want{"layout:xla:random", 372, 12000, 43615}, Want{"layout:nlp:random", 876, 3300, 21919}}) {
+    const CollectionPlan p = plan_release(Collection::parse(w.id), 0);
+    std::vector<double> nodes;
+    for (const auto& g : p.graphs) {
+      nodes.push_back(static_cast<double>(g.target_nodes));
+      EXPECT_GE(g.target_nodes, w.lo) << g.name;
+      EXPECT_LE(g.target_nodes, w.hi) << g.name;
+      EXPECT_LE(g.max_config_nodes, 3143) << g.name;
+      EXPECT_LE(g.configs, 100040) << g.name;
+      if (g.split == "test") {
+        EXPECT_TRUE(g.configs == 1000 || g.configs == 1001) << g.name;
+      }
+    }
+    // A two-piece log-uniform draw: the sample median within 25% of the documented one.
+    EXPECT_NEAR(median(nodes) / static_cast<double>(w.median), 1.0, 0.25) << w.id;
+  }
+  // Exactly two test files of 1001 configs (the first nlp test graph of each search).
+  int with_1001 = 0;
+  for (const auto& c : Collection::all())
+    for (const auto& g : plan_release(c, 0).graphs) with_1001 += g.split == "test" && g.configs == 1001;
+  EXPECT_EQ(with_1001, 2);
+}
+
+TEST(ReleasePlan, DefaultSearchGraphsAreTheRandomSearchesFirst) {
+  const auto random = plan_release(Collection::parse("layout:xla:random"), 3);
+  const auto fallback = plan_release(Collection::parse("layout:xla:default"), 3);
+  for (const auto& split : kSplits) {
+    const auto r = in_split(random, split), d = in_split(fallback, split);
+    ASSERT_LE(d.size(), r.size());
+    for (size_t i = 0; i < d.size(); ++i) {
+      EXPECT_EQ(d[i]->name, r[i]->name);
+      EXPECT_EQ(d[i]->seed, r[i]->seed);  // the same program
+    }
+  }
+}
+
+TEST(ReleasePlan, AFractionIsASystematicSampleBySize) {
+  const CollectionPlan p = plan_release(Collection::parse("tile:xla"), 0);
+  const auto picked = select_fraction(p, 0.1);
+  std::map<std::string, size_t> per_split;
+  for (size_t i : picked) per_split[p.graphs[i].split]++;
+  EXPECT_EQ(per_split["train"], 571u);  // round(5709 x 0.1)
+  EXPECT_EQ(per_split["valid"], 68u);
+  EXPECT_EQ(per_split["test"], 84u);
+  // The sample's size quartiles match the whole split's (train).
+  std::vector<double> all, sample;
+  for (const auto& g : p.graphs)
+    if (g.split == "train") all.push_back(g.est_bytes);
+  for (size_t i : picked)
+    if (p.graphs[i].split == "train") sample.push_back(p.graphs[i].est_bytes);
+  std::sort(all.begin(), all.end());
+  std::sort(sample.begin(), sample.end());
+  for (double q : {0.25, 0.5, 0.75}) {
+    const double a = all[static_cast<size_t>(q * static_cast<double>(all.size()))];
+    const double s = sample[static_cast<size_t>(q * static_cast<double>(sample.size()))];
+    EXPECT_NEAR(s / a, 1.0, 0.05) << "quantile " << q;
+  }
+  // Totals scale by the inverse fraction.
+  double total_all = 0, total_sample = 0;
+  for (double x : all) total_all += x;
+  for (double x : sample) total_sample += x;
+  EXPECT_NEAR(total_all / total_sample, 10.0, 0.5);
+  // Every split keeps a graph however small the fraction; the whole release at 1.
+  const auto tiny = select_fraction(plan_release(Collection::parse("layout:xla:random"), 0), 0.001);
+  EXPECT_EQ(tiny.size(), 3u);
+  EXPECT_EQ(select_fraction(p, 1.0).size(), p.graphs.size());
+  EXPECT_THROW(select_fraction(p, 0.0), Error);
+  EXPECT_THROW(select_fraction(p, 1.5), Error);
+}
+
+TEST(ReleasePlan, TheListingNamesEveryPlannedGraphAndWhatWasWritten) {
+  std::vector<CollectionPlan> plans = {plan_release(Collection::parse("layout:nlp:default"), 0)};
+  std::vector<std::vector<size_t>> picked = {select_fraction(plans[0], 0.1)};
+  const std::string text = release_plan_listing(plans, picked);
+  size_t lines = 0, written = 0;
+  for (size_t at = 0; (at = text.find('\n', at)) != std::string::npos; ++at) ++lines;
+  for (size_t at = 0; (at = text.find("\t1\n", at)) != std::string::npos; ++at) ++written;
+  EXPECT_EQ(lines, plans[0].graphs.size() + 1);  // plus the header
+  EXPECT_EQ(written, picked[0].size());
+  EXPECT_EQ(text.rfind("collection\tsplit\tname\t", 0), 0u);
+}
+
+TEST(ReleasePlan, AFractionOfAnotherScaleIsRefused) {
+  TempDir dir("synth_fraction");
+  SynthOptions o;
+  o.out_dir = dir.path();
+  o.scale = "tiny";
+  o.fraction = 0.5;
+  EXPECT_THROW(generate_tree(o), Error);
+  o.scale = "huge";
+  o.fraction = 1;
+  EXPECT_THROW(generate_tree(o), Error);
+}
 
 // ---------------------------------------------------------------- converged search shape
 
