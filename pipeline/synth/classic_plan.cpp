@@ -97,7 +97,7 @@ ScaleParams scale_params(const std::string& scale) {
     p.converged_index = 1;
   } else {
     throw Error("unknown scale '" + scale +
-                "' (expected tiny, small, bench or release)");
+                "' (expected tiny, small, bench, release, stress or stress-small)");
   }
   return p;
 }

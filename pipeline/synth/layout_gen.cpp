@@ -15,7 +15,8 @@ namespace {
 // The program under construction plus the bookkeeping of its configurable nodes.
 class Net {
  public:
-  Net(const ModelSpec& m, int64_t max_config_nodes) : m_(m), max_cfg_(max_config_nodes) {}
+  Net(const ModelSpec& m, int64_t max_config_nodes, const ProgramShape& shape)
+      : m_(m), max_cfg_(max_config_nodes), shape_(shape) {}
 
   HloBuilder h;
   LayoutProblem prob;
@@ -26,14 +27,19 @@ class Net {
     return static_cast<double>(nc()) >= fraction * static_cast<double>(max_cfg_);
   }
 
-  // The scalar reduction computations (add, max) that reduces call, then the entry.
+  // The scalar reduction computations (add, max) that reduces call, then the entry. The
+  // shape may ask for the entry alone (the reductions' bodies are then not in the graph,
+  // as when a dump holds only the entry) and for unused entry parameters first.
   void lambdas() {
-    for (uint8_t o : {op::kAdd, op::kMaximum}) {
-      h.begin_computation();
-      int a = h.parameter(ElemType::F32, {}), b = h.parameter(ElemType::F32, {});
-      h.node(h.binary(o, a, b)).is_root = true;
+    if (!shape_.one_computation) {
+      for (uint8_t o : {op::kAdd, op::kMaximum}) {
+        h.begin_computation();
+        int a = h.parameter(ElemType::F32, {}), b = h.parameter(ElemType::F32, {});
+        h.node(h.binary(o, a, b)).is_root = true;
+      }
     }
     h.begin_computation();
+    for (int64_t i = 0; i < shape_.isolated_nodes; ++i) h.parameter(dt(), {8 * (1 + i % 4), 128});
   }
 
   const std::vector<int64_t>& dims(int id) const { return h.node(id).dims; }
@@ -182,6 +188,7 @@ class Net {
 
   const ModelSpec& m_;
   int64_t max_cfg_;
+  ProgramShape shape_;
   std::map<std::string, int> group_of_;
 };
 
@@ -675,9 +682,9 @@ LayoutGraph start_layout_graph(const std::string& name, const LayoutProgram& pro
 }
 
 LayoutProgram build_layout_program(const ModelSpec& model, int64_t target_nodes,
-                                   int64_t max_config_nodes, Rng& rng) {
+                                   int64_t max_config_nodes, Rng& rng, const ProgramShape& shape) {
   LayoutProgram prog;
-  Net net(model, max_config_nodes);
+  Net net(model, max_config_nodes, shape);
   if (model.arch == Arch::Transformer) {
     build_transformer(net, model);
   } else {
@@ -753,6 +760,16 @@ LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& prog
   choices.resize(static_cast<size_t>(num_configs));
   rng.shuffle(choices);
   measure_choices(p, choices, g, rng);
+  return g;
+}
+
+LayoutGraph make_remeasured_layout_graph(const std::string& name, const LayoutProgram& program,
+                                         const std::string& search, int64_t copies, Rng& rng) {
+  LayoutGraph g = start_layout_graph(name, program);
+  const std::vector<int> one = sample_choice(program.problem, search, rng);
+  measure_choices(program.problem,
+                  std::vector<std::vector<int>>(static_cast<size_t>(std::max<int64_t>(1, copies)), one),
+                  g, rng);
   return g;
 }
 

@@ -20,10 +20,17 @@ struct LayoutProgram {
   LayoutProblem problem;  // nodes, links, base cost; options come from the search
 };
 
+// Shapes of a program beyond the classic ones (plan.h GraphShape).
+struct ProgramShape {
+  int64_t isolated_nodes = 0;    // unused entry parameters: nodes without edges
+  bool one_computation = false;  // no reduction computations: node_splits [0, n]
+};
+
 // Builds the model's program: about target_nodes nodes (at least 20 configurable nodes,
 // at most max_config_nodes), computations for the reduction lambdas, then the entry.
 LayoutProgram build_layout_program(const ModelSpec& model, int64_t target_nodes,
-                                   int64_t max_config_nodes, Rng& rng);
+                                   int64_t max_config_nodes, Rng& rng,
+                                   const ProgramShape& shape = {});
 
 // The layout choices each node group can take under a search ("random": arbitrary
 // permutations; "default": small departures from the compiler's choice). Option 0 is
@@ -36,6 +43,11 @@ void make_layout_options(LayoutProblem& problem, const std::string& search, Rng&
 // model with ~0.1% measurement noise.
 LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& program,
                               const std::string& search, int64_t num_configs, Rng& rng);
+
+// A file of re-measurements only: one configuration sampled the search's way, measured
+// `copies` times.
+LayoutGraph make_remeasured_layout_graph(const std::string& name, const LayoutProgram& program,
+                                         const std::string& search, int64_t copies, Rng& rng);
 
 // One configuration the search's way: random, every group picks freely (keeping the
 // default with a per-config probability); default, a few groups depart from the default.

@@ -67,8 +67,10 @@ int synth_main(int argc, char** argv) {
               "random seed; the same seed and scale give byte-identical files (default 1)")
       .option("scale", "SCALE",
               "tiny (tests, seconds), small (the demo, under a minute), bench (real sizes, "
-              "~minutes, GBs) or release (the real collections' counts and size distributions; "
-              "see --fraction); default small")
+              "~minutes, GBs), release (the real collections' counts and size distributions; "
+              "see --fraction), stress or stress-small (shapes the others never have: one-node "
+              "and 40k-node graphs, 2 and 100k configs, UTF-8 names, single-graph and empty "
+              "splits, ...); default small")
       .option("fraction", "F",
               "release only: write every (1/F)-th file of each split by size, e.g. 0.1 "
               "(DIR/release_plan.tsv lists every planned file; default 1, the whole release)")

@@ -2,7 +2,7 @@
 // sequentially, so that names are unique and the tree depends only on the seed and the
 // scale, not on the thread count, the order in which files are written or the collections
 // asked for (every graph has its own random stream, GraphPlan::seed). The scales' planners:
-// classic_plan.h (tiny, small, bench), release_plan.h (release).
+// classic_plan.h (tiny, small, bench), release_plan.h (release), stress_plan.h (stress).
 #pragma once
 
 #include <cstdint>
@@ -15,8 +15,18 @@
 
 namespace tpuperf::synth {
 
+// How a tile kernel is built: any kernel of the model, one node alone (an iota fusion: no
+// edges), or a loop fusion of a long element-wise chain (several thousand nodes).
+enum class TileBody { Any, SingleNode, LongChain };
+
 // Shapes beyond the classic generator's; the defaults give the classic graphs.
 struct GraphShape {
+  TileBody tile_body = TileBody::Any;
+  int64_t chain_ops = 0;         // LongChain: element-wise ops of the fusion
+  bool remeasured_only = false;  // every config is one config, measured again and again
+  int64_t isolated_nodes = 0;    // layout: unused entry parameters, nodes without edges
+  bool one_computation = false;  // layout: the entry computation only (node_splits [0, n])
+  bool no_config_nodes = false;  // layout: nothing configurable (preprocessing rejects it)
   // Layout, random search: measured by a converged autotuner (converged_search.h).
   bool converged = false;
 };

@@ -24,6 +24,7 @@
 #include "pipeline/synth/models.h"
 #include "pipeline/synth/release_plan.h"
 #include "pipeline/synth/rng.h"
+#include "pipeline/synth/stress_plan.h"
 #include "pipeline/synth/tile_gen.h"
 
 namespace tpuperf::synth {
@@ -68,10 +69,23 @@ struct Written {
   uint64_t bytes = 0;
 };
 
+TileKernel build_kernel(const GraphPlan& g, Rng& rng) {
+  switch (g.shape.tile_body) {
+    case TileBody::SingleNode:
+      return build_single_node_kernel(g.model, rng);
+    case TileBody::LongChain:
+      return build_chain_kernel(g.model, static_cast<int>(g.shape.chain_ops), rng);
+    case TileBody::Any:
+      break;
+  }
+  return build_tile_kernel(g.model, rng);
+}
+
 Written write_tile(const std::string& out, const Collection& c, const GraphPlan& g) {
   Rng rng(g.seed);
-  TileKernel kernel = build_tile_kernel(g.model, rng);
-  TileGraph graph = make_tile_graph(g.name, kernel, g.configs, rng);
+  TileKernel kernel = build_kernel(g, rng);
+  TileGraph graph = g.shape.remeasured_only ? make_remeasured_tile_graph(g.name, kernel, g.configs, rng)
+                                            : make_tile_graph(g.name, kernel, g.configs, rng);
   validate(graph);
   Written w;
   if (g.split == "test") {
@@ -95,12 +109,24 @@ Written write_tile(const std::string& out, const Collection& c, const GraphPlan&
 
 LayoutGraph make_layout_file(const Collection& c, const GraphPlan& g) {
   Rng graph_rng(g.seed);
-  LayoutProgram program = build_layout_program(g.model, g.target_nodes, g.max_config_nodes, graph_rng);
+  ProgramShape shape;
+  shape.isolated_nodes = g.shape.isolated_nodes;
+  shape.one_computation = g.shape.one_computation;
+  LayoutProgram program =
+      build_layout_program(g.model, g.target_nodes, g.max_config_nodes, graph_rng, shape);
   Rng rng(mix_seed(g.seed, "configs:" + c.search));
   make_layout_options(program.problem, c.search, rng);
-  return g.shape.converged && c.search == "random"
-             ? make_converged_layout_graph(g.name, program, g.configs, rng)
-             : make_layout_graph(g.name, program, c.search, g.configs, rng);
+  LayoutGraph graph =
+      g.shape.remeasured_only ? make_remeasured_layout_graph(g.name, program, c.search, g.configs, rng)
+      : g.shape.converged && c.search == "random"
+          ? make_converged_layout_graph(g.name, program, g.configs, rng)
+          : make_layout_graph(g.name, program, c.search, g.configs, rng);
+  if (g.shape.no_config_nodes) {
+    // The same measurements of a program in which nothing was configurable: (c, 0, 18).
+    graph.node_config_ids.clear();
+    graph.node_config_feat.clear();
+  }
+  return graph;
 }
 
 Written write_layout(const std::string& out, const Collection& c, const GraphPlan& g) {
@@ -133,6 +159,7 @@ std::string megabytes(uint64_t bytes) {
 CollectionPlan plan_collection(const SynthOptions& o, const Collection& c) {
   if (is_classic_scale(o.scale)) return plan_classic(scale_params(o.scale), c, o.seed);
   if (o.scale == "release") return plan_release(c, o.seed);
+  if (is_stress_scale(o.scale)) return plan_stress(c, o.seed, o.scale == "stress-small");
   scale_params(o.scale);  // throws, naming the scales
   return {};
 }

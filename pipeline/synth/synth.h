@@ -21,7 +21,8 @@ namespace tpuperf::synth {
 struct SynthOptions {
   std::string out_dir;
   uint64_t seed = 1;
-  // tiny | small | bench (classic_plan.h), release (release_plan.h).
+  // tiny | small | bench (classic_plan.h), release (release_plan.h), stress | stress-small
+  // (stress_plan.h).
   std::string scale = "small";
   // release only: write every (1/fraction)-th file of each split (release_plan.h).
   double fraction = 1.0;

@@ -197,8 +197,9 @@ void elementwise_chain(HloBuilder& h, std::vector<int>& pool, int ops, ElemType 
   }
 }
 
-// A loop fusion: a random element-wise DAG over same-shaped inputs.
-TileKernel loop_kernel(const ModelSpec& m, Rng& rng) {
+// A loop fusion: a random element-wise DAG over same-shaped inputs; chain_ops element-wise
+// ops (0: a random count, 4..150).
+TileKernel loop_kernel(const ModelSpec& m, Rng& rng, int chain_ops = 0) {
   TileKernel k;
   HloBuilder& h = k.hlo;
   TileProblem& p = k.problem;
@@ -209,7 +210,8 @@ TileKernel loop_kernel(const ModelSpec& m, Rng& rng) {
   for (int i = 0; i < inputs; ++i) pool.push_back(h.parameter(m.dtype, dims));
   p.num_inputs = inputs;
   p.vpu_ops = 0;
-  elementwise_chain(h, pool, static_cast<int>(rng.log_uniform(4, 150)), m.dtype, rng, p);
+  const int ops = chain_ops > 0 ? chain_ops : static_cast<int>(rng.log_uniform(4, 150));
+  elementwise_chain(h, pool, ops, m.dtype, rng, p);
   int y = pool.back();
   if (dims.size() >= 2 && rng.chance(0.15)) {
     std::vector<int64_t> perm = row_major(dims.size());
@@ -306,6 +308,24 @@ TileKernel reduce_kernel(const ModelSpec& m, Rng& rng) {
   p.num_inputs += tail.num_inputs;
   set_output(p, h, y);
   finish_root(h, y, rng);
+  return k;
+}
+
+// An iota fusion: one node that only writes its output (no operand, so no edge).
+TileKernel iota_kernel(const ModelSpec& m, Rng& rng) {
+  TileKernel k;
+  HloNode n;
+  n.opcode = op::kIota;
+  n.type = rng.chance(0.5) ? ElemType::S32 : m.dtype;
+  n.dims = activation_dims(rng);
+  n.dimensions = {static_cast<int64_t>(n.dims.size()) - 1};  // the iota dimension
+  n.is_root = true;
+  const int id = k.hlo.add(std::move(n));
+  TileProblem& p = k.problem;
+  p.kind = TileKind::Loop;
+  p.num_inputs = 0;
+  p.vpu_ops = 1;
+  set_output(p, k.hlo, id);
   return k;
 }
 
@@ -426,13 +446,23 @@ TileKernel build_tile_kernel(const ModelSpec& model, Rng& rng) {
   return k;
 }
 
-TileGraph make_tile_graph(const std::string& name, const TileKernel& kernel, int64_t max_configs,
-                          Rng& rng) {
+TileKernel build_single_node_kernel(const ModelSpec& model, Rng& rng) {
+  return iota_kernel(model, rng);
+}
+
+TileKernel build_chain_kernel(const ModelSpec& model, int chain_ops, Rng& rng) {
+  return loop_kernel(model, rng, chain_ops);
+}
+
+namespace {
+
+// The file of a kernel whose tilings configs[] (config 0 the default) were measured.
+TileGraph measure_tilings(const std::string& name, const TileKernel& kernel,
+                          const std::vector<TileConfig>& configs, Rng& rng) {
   TileGraph g;
   g.name = name;
   kernel.hlo.fill(g);
   const TileProblem& p = kernel.problem;
-  const auto configs = sample_tilings(p, max_configs, rng);
   const int64_t normalizer = round_significant(tile_runtime_ns(p, configs[0]), 2);
   for (const auto& c : configs) {
     auto f = tile_config_features(p, c);
@@ -442,6 +472,21 @@ TileGraph make_tile_graph(const std::string& name, const TileKernel& kernel, int
     g.config_runtime_normalizers.push_back(normalizer);
   }
   return g;
+}
+
+}  // namespace
+
+TileGraph make_tile_graph(const std::string& name, const TileKernel& kernel, int64_t max_configs,
+                          Rng& rng) {
+  const auto configs = sample_tilings(kernel.problem, max_configs, rng);
+  return measure_tilings(name, kernel, configs, rng);
+}
+
+TileGraph make_remeasured_tile_graph(const std::string& name, const TileKernel& kernel,
+                                     int64_t copies, Rng& rng) {
+  const std::vector<TileConfig> configs(static_cast<size_t>(std::max<int64_t>(1, copies)),
+                                        default_tile_config(kernel.problem));
+  return measure_tilings(name, kernel, configs, rng);
 }
 
 }  // namespace tpuperf::synth

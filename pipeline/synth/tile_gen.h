@@ -20,6 +20,11 @@ struct TileKernel {
 
 // A kernel of the model: parameters, the core op, element-wise prologue/epilogue, root.
 TileKernel build_tile_kernel(const ModelSpec& model, Rng& rng);
+// An iota fusion: a graph of one node and no edge.
+TileKernel build_single_node_kernel(const ModelSpec& model, Rng& rng);
+// A loop fusion of chain_ops element-wise ops (chain_ops in the thousands: a graph of
+// several thousand nodes, ten times the release's largest tile graph).
+TileKernel build_chain_kernel(const ModelSpec& model, int chain_ops, Rng& rng);
 
 // The kernel's file: graph, the default tiling as config 0 then up to max_configs - 1
 // distinct others (fewer when the tiling space is smaller), a few re-measured duplicates,
@@ -27,6 +32,9 @@ TileKernel build_tile_kernel(const ModelSpec& model, Rng& rng);
 // (the default's runtime rounded to two significant digits).
 TileGraph make_tile_graph(const std::string& name, const TileKernel& kernel, int64_t max_configs,
                           Rng& rng);
+// A file of re-measurements only: the default tiling measured `copies` times.
+TileGraph make_remeasured_tile_graph(const std::string& name, const TileKernel& kernel,
+                                     int64_t copies, Rng& rng);
 
 // Multiplicative measurement noise: ~0.1% normal, clipped to +-0.9%.
 double measurement_noise(Rng& rng);

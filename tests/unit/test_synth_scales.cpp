@@ -1,6 +1,8 @@
-// tpuperf-synth's release scale and the converged-search runtime shape: the release plan
-// holds the documented counts and size distributions and a fraction is a systematic
-// sample of it; converged-search files have issue 20's statistics.
+// tpuperf-synth's release and stress scales and the converged-search runtime shape:
+// the release plan holds the documented counts and size distributions and a fraction is a
+// systematic sample of it; the stress plan holds every odd shape it promises, and the
+// builders behind those shapes give the graphs they name; converged-search files have
+// issue 20's statistics.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +18,9 @@
 #include "pipeline/synth/converged_search.h"
 #include "pipeline/synth/layout_gen.h"
 #include "pipeline/synth/release_plan.h"
+#include "pipeline/synth/stress_plan.h"
 #include "pipeline/synth/synth.h"
+#include "pipeline/synth/tile_gen.h"
 #include "tests/test_util.h"
 
 using namespace tpuperf;
@@ -35,6 +39,27 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+bool has_ascii_letter(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); });
+}
+
+bool has_non_ascii(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+}
+
+// Strict UTF-8: no stray continuation bytes, no truncated or overlong sequences.
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size() || (len == 2 && c < 0xc2)) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += len;
+  }
+  return true;
 }
 
 }  // namespace
@@ -153,6 +178,98 @@ TEST(ReleasePlan, AFractionOfAnotherScaleIsRefused) {
   o.scale = "huge";
   o.fraction = 1;
   EXPECT_THROW(generate_tree(o), Error);
+}
+
+// ------------------------------------------------------------------------------- stress
+
+TEST(StressPlan, HoldsEveryShapeItPromises) {
+  for (bool small : {true, false}) {
+    std::map<std::string, CollectionPlan> p;
+    for (const auto& c : Collection::all()) p[c.id()] = plan_stress(c, 0, small);
+    const auto& tile = p["tile:xla"];
+    bool no_letters = false, utf8 = false, dotted_dashed = false, single = false, chain = false, two = false,
+         remeasured_test = false, utf8_test = false;
+    for (const auto& g : tile.graphs) {
+      EXPECT_TRUE(valid_utf8(g.name)) << g.name;
+      no_letters |= g.split == "train" && !has_ascii_letter(g.name) && !has_non_ascii(g.name);
+      utf8 |= g.split == "train" && has_non_ascii(g.name);
+      utf8_test |= g.split == "test" && has_non_ascii(g.name);
+      dotted_dashed |= g.name.find('.') != std::string::npos && g.name.find('-') != std::string::npos;
+      single |= g.shape.tile_body == TileBody::SingleNode;
+      chain |= g.shape.tile_body == TileBody::LongChain && g.shape.chain_ops >= 1000;
+      two |= g.configs == 2;
+      remeasured_test |= g.split == "test" && g.shape.remeasured_only;
+    }
+    EXPECT_TRUE(no_letters && utf8 && utf8_test && dotted_dashed && single && chain && two && remeasured_test)
+        << "small " << small;
+    EXPECT_EQ(in_split(tile, "valid").size(), 1u);
+    EXPECT_TRUE(in_split(p["layout:xla:default"], "valid").empty());
+    EXPECT_EQ(in_split(p["layout:nlp:random"], "test").size(), 1u);
+    std::set<std::string> families;
+    for (const auto* g : in_split(p["layout:nlp:random"], "train")) families.insert(family_of(g->name));
+    EXPECT_EQ(families.size(), 1u);
+    bool big = false, giant = false, empty = false, converged = false, one = false, lonely = false;
+    for (const auto& [id, plan] : p) {
+      if (id == "tile:xla") continue;
+      for (const auto& g : plan.graphs) {
+        big |= g.target_nodes >= 40000;
+        giant |= g.configs >= 100000;
+        empty |= g.shape.no_config_nodes;
+        converged |= g.shape.converged && plan.collection.search == "random";
+        one |= g.shape.one_computation;
+        lonely |= g.shape.isolated_nodes > 0;
+      }
+    }
+    EXPECT_TRUE(big && giant && empty && converged && one && lonely) << "small " << small;
+    // Five folds need five usable train graphs everywhere (the empty program is rejected).
+    for (const auto& [id, plan] : p) {
+      size_t usable = 0;
+      for (const auto* g : in_split(plan, "train")) usable += !g->shape.no_config_nodes;
+      EXPECT_GE(usable, 5u) << id;
+    }
+  }
+  EXPECT_TRUE(is_stress_scale("stress-small"));
+  EXPECT_FALSE(is_stress_scale("bench"));
+}
+
+TEST(StressShapes, BuildersGiveTheGraphsTheyName) {
+  Rng rng(5);
+  const ModelSpec model = make_model("xla", 0, 1000, 100, rng);
+  TileKernel one = build_single_node_kernel(model, rng);
+  TileGraph g1 = make_tile_graph("one", one, 50, rng);
+  EXPECT_EQ(g1.num_nodes, 1);
+  EXPECT_EQ(g1.num_edges(), 0);
+  EXPECT_GE(g1.num_configs(), 2);
+  validate(g1);
+
+  TileKernel chain = build_chain_kernel(model, 2000, rng);
+  TileGraph g2 = make_tile_graph("chain", chain, 20, rng);
+  EXPECT_GE(g2.num_nodes, 2000);
+  validate(g2);
+
+  TileGraph g3 = make_remeasured_tile_graph("again", chain, 30, rng);
+  ASSERT_EQ(g3.num_configs(), 30);
+  for (int64_t i = 1; i < 30; ++i)
+    EXPECT_TRUE(std::equal(g3.config_feat.begin(), g3.config_feat.begin() + kTileConfigDim,
+                           g3.config_feat.begin() + i * kTileConfigDim));
+  validate(g3);
+
+  ProgramShape shape;
+  shape.one_computation = true;
+  shape.isolated_nodes = 7;
+  LayoutProgram prog = build_layout_program(make_model("nlp", 0, 600, 100, rng), 600, 100, rng, shape);
+  make_layout_options(prog.problem, "random", rng);
+  LayoutGraph lg = make_remeasured_layout_graph("again", prog, "random", 12, rng);
+  EXPECT_EQ(lg.node_splits, (std::vector<int64_t>{0, lg.num_nodes}));
+  std::vector<bool> touched(static_cast<size_t>(lg.num_nodes), false);
+  for (int64_t x : lg.edge_index) touched[static_cast<size_t>(x)] = true;
+  EXPECT_GE(std::count(touched.begin(), touched.end(), false), 7);
+  const size_t row = static_cast<size_t>(lg.num_config_nodes()) * kLayoutConfigDim;
+  ASSERT_EQ(lg.num_configs(), 12);
+  for (int64_t i = 1; i < 12; ++i)
+    EXPECT_TRUE(std::equal(lg.node_config_feat.begin(), lg.node_config_feat.begin() + row,
+                           lg.node_config_feat.begin() + i * row));
+  validate(lg);
 }
 
 // ---------------------------------------------------------------- converged search shape
