@@ -6,9 +6,9 @@
 #include "common/collection.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/json.h"
 #include "common/manifest.h"
 #include "common/shard.h"
-#include "pipeline/inspect/json_writer.h"
 #include "pipeline/preprocess/convert.h"
 
 namespace tpuperf {
@@ -68,7 +68,7 @@ void shard_json(JsonWriter& json, const std::string& path) {
   json.key("graphs").begin_array();
   for (int64_t i = 0; i < r.num_graphs(); ++i) {
     const ShardGraphInfo& g = r.info(i);
-    json.begin_object().key("name").value(g.name).key("fold").value(static_cast<int64_t>(g.fold));
+    json.begin_object().key("name").value(g.name).key("fold").value(g.fold);
     json.key("nodes").value(g.num_nodes).key("edges").value(g.num_edges).key("configs").value(g.num_configs);
     json.key("config_nodes").value(g.num_config_nodes).key("nodes_before").value(g.nodes_before);
     json.key("edges_before").value(g.edges_before).key("configs_before").value(g.configs_before);
