@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/json.h"
 #include "common/manifest.h"
-#include "common/shard.h"
+#include "common/shard_reader.h"
 #include "pipeline/preprocess/convert.h"
 
 namespace tpuperf {

@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "common/manifest.h"
 #include "common/progress.h"
-#include "common/shard.h"
+#include "common/shard_writer.h"
 #include "common/tool_main.h"
 #include "pipeline/preprocess/convert.h"
 #include "pipeline/preprocess/merge.h"

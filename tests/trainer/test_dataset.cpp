@@ -18,7 +18,7 @@
 #include "common/graph.h"
 #include "common/manifest.h"
 #include "common/metrics.h"
-#include "common/shard.h"
+#include "common/shard_writer.h"
 #include "trainer/train/dataset.h"
 #include "trainer/train/fold_training.h"
 #include "trainer/train/sampler.h"

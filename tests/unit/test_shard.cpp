@@ -18,7 +18,8 @@
 
 #include "tests/test_util.h"
 #include "common/error.h"
-#include "common/shard.h"
+#include "common/shard_reader.h"
+#include "common/shard_writer.h"
 
 namespace tpuperf {
 namespace {

@@ -19,7 +19,8 @@
 #include "tests/test_util.h"
 #include "common/error.h"
 #include "common/graph.h"
-#include "common/shard.h"
+#include "common/hdf5.h"
+#include "common/shard_writer.h"
 #include "pipeline/preprocess/feature_file.h"
 #include "pipeline/preprocess/features.h"
 

@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/shard.h"
+#include "common/graph.h"
+#include "common/shard_writer.h"
 
 namespace tpuperf {
 namespace {

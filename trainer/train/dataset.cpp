@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "common/graph.h"
 #include "common/log.h"
-#include "common/shard.h"
+#include "common/shard_reader.h"
 #include "pipeline/preprocess/features.h"
 
 namespace tpuperf {
