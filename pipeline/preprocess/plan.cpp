@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "common/collection.h"
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "common/mpi_env.h"
 
 namespace tpuperf {
 
@@ -207,10 +207,7 @@ static Plan deserialize(const std::string& text) {
 
 void broadcast_plan(Plan& plan, int rank, MPI_Comm comm) {
   std::string text = rank == 0 ? serialize(plan) : "";
-  long long n = static_cast<long long>(text.size());
-  check_mpi(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
-  text.resize(static_cast<size_t>(n));
-  check_mpi(MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, comm), "MPI_Bcast");
+  broadcast_bytes(text, 0, comm);
   if (rank != 0) plan = deserialize(text);
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/mpi_env.h"
@@ -62,13 +63,6 @@ void require_same(std::vector<int64_t> values, MPI_Comm comm, const char* what) 
   if (lo != hi)
     throw Error(std::string(what) + ": the module's structure differs across the group (rank " +
                 std::to_string(comm_rank(comm)) + ")");
-}
-
-void bcast_bytes(char* data, int64_t n, MPI_Comm comm) {
-  for (int64_t at = 0; at < n; at += kMaxMpiCount) {
-    const int count = static_cast<int>(std::min(kMaxMpiCount, n - at));
-    check_mpi(MPI_Bcast(data + at, count, MPI_BYTE, 0, comm), "MPI_Bcast");
-  }
 }
 
 MPI_Datatype mpi_type_of(torch::ScalarType t) {
@@ -197,7 +191,7 @@ void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm) {
     std::memcpy(buf.data() + at, c.data_ptr(), c.nbytes());
     at += static_cast<int64_t>(c.nbytes());
   }
-  bcast_bytes(buf.data(), bytes, comm);
+  broadcast_bytes(buf.data(), bytes, 0, comm);
 
   torch::NoGradGuard no_grad;
   at = 0;
