@@ -2,16 +2,23 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "common/log.h"
 
 namespace tpuperf {
 
-std::string format_duration(double seconds) {
+std::string format_duration(double seconds, int decimals) {
+  if (std::isnan(seconds)) return "n/a";
   if (seconds < 0) seconds = 0;
+  char buf[64];
+  const double scale = std::pow(10.0, decimals);
+  if (decimals > 0 && std::round(seconds * scale) / scale < 60) {
+    std::snprintf(buf, sizeof buf, "%.*fs", decimals, seconds);
+    return buf;
+  }
   long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
   if (s >= 3600)
     std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   else if (s >= 60)

@@ -35,8 +35,9 @@ class Progress {
   Clock::time_point start_, last_log_;
 };
 
-// "1h02m", "3m05s", "42s"
-std::string format_duration(double seconds);
+// "1h02m", "3m05s", "42s"; under a minute with `decimals` digits ("42.4s" for 1); "n/a"
+// for NaN (not measured), negative durations as 0.
+std::string format_duration(double seconds, int decimals = 0);
 
 // Peak resident memory of this process so far, in MB (getrusage).
 double peak_rss_mb();

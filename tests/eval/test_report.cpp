@@ -148,7 +148,7 @@ TEST(Report, MarkdownHoldsTheNumbersAndSvgsParse) {
   EXPECT_EQ(md_path, dir.path() + "/report.md");
   const std::string md = read_text_file(md_path);
   for (const char* s : {"0.8000", "0.8765", "0.8123 / 0.8456", "0.4321", "0.5678", "| 12 |",
-                        "2m 05s", "3457", "0.3141", "mean_z", "configs/demo.yaml",
+                        "2m05s", "3457", "0.3141", "mean_z", "configs/demo.yaml",
                         "![Learning curves of tile:xla](curves_tile_xla.svg)",
                         "![Learning curves of layout:nlp:random](curves_layout_nlp_random.svg)"})
     EXPECT_THAT(md, HasSubstr(s));

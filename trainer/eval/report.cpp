@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/files.h"
+#include "common/progress.h"
 
 namespace tpuperf {
 
@@ -101,19 +102,6 @@ std::string fixed(double v, int decimals = 4) {
   if (std::isnan(v)) return "n/a";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string duration(double s) {
-  if (std::isnan(s)) return "n/a";
-  if (s < 60) return fixed(s, 1) + " s";
-  const auto total = static_cast<long long>(std::llround(s));
-  char buf[64];
-  if (total < 3600)
-    std::snprintf(buf, sizeof buf, "%lldm %02llds", total / 60, total % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lldh %02lldm %02llds", total / 3600, total / 60 % 60,
-                  total % 60);
   return buf;
 }
 
@@ -336,7 +324,7 @@ void summary_table(std::ostringstream& md, const ReportInput& in,
     md << "| " << id << " | " << fixed(c.cv_score) << " | " << fixed(c.valid_ensemble) << " | "
        << join_scores(c.valid_per_fold) << " | " << fixed(c.valid_random) << " | "
        << fixed(c.valid_default_first) << " | " << c.valid_graphs << " |"
-       << (any_test ? " " + fixed(c.test_score) + " |" : "") << " " << duration(c.train_seconds)
+       << (any_test ? " " + fixed(c.test_score) + " |" : "") << " " << format_duration(c.train_seconds, 1)
        << " | " << throughput(c.configs_per_s) << " |\n";
     cv.push_back(c.cv_score), ens.push_back(c.valid_ensemble), rnd.push_back(c.valid_random);
     dflt.push_back(c.valid_default_first), test.push_back(c.test_score);
@@ -347,7 +335,7 @@ void summary_table(std::ostringstream& md, const ReportInput& in,
   md << "| **overall** | " << fixed(mean_finite(cv)) << " | " << fixed(mean_finite(ens))
      << " | | " << fixed(mean_finite(rnd)) << " | "
      << (all_default ? fixed(mean_finite(dflt)) : "n/a") << " | " << graphs << " |"
-     << (any_test ? " " + fixed(mean_finite(test)) + " |" : "") << " " << duration(seconds)
+     << (any_test ? " " + fixed(mean_finite(test)) + " |" : "") << " " << format_duration(seconds, 1)
      << " | |\n\n";
 }
 
