@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "common/hash.h"
 #include "common/log.h"
+#include "common/random.h"
 
 namespace tpuperf {
 
@@ -20,12 +20,6 @@ struct Family {
   uint64_t tie = 0;  // seeded tie-break
   int fold = -1;
 };
-
-uint64_t seeded_hash(const std::string& s, uint64_t seed) {
-  Hasher h(seed);
-  h.update(s);
-  return h.digest();
-}
 }  // namespace
 
 std::string model_family(const std::string& name) {
@@ -55,7 +49,7 @@ std::vector<int> assign_folds(const std::vector<std::string>& names,
   std::vector<Family*> order;
   for (auto& [name, f] : by_name) {
     f.name = name;
-    f.tie = seeded_hash(name, seed);
+    f.tie = mix_seed(seed, name);
     order.push_back(&f);
   }
   std::sort(order.begin(), order.end(), [](const Family* a, const Family* b) {

@@ -9,10 +9,10 @@
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/files.h"
-#include "common/hash.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/progress.h"
+#include "common/random.h"
 #include "trainer/train/batch.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/distributed.h"
@@ -83,12 +83,6 @@ std::string fold_metrics_path(const TrainSettings& s, const std::string& collect
 }
 
 namespace {
-
-uint64_t mix_seed(uint64_t seed, const std::string& what) {
-  Hasher h(seed);
-  h.update(what);
-  return h.digest() & 0x7fffffffffffffffULL;
-}
 
 // Linear warm-up, then cosine decay to 5% of the peak.
 double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
