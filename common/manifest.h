@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/feature_transform.h"
 #include "common/processed_graph.h"
 
 namespace tpuperf {

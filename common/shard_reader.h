@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/feature_transform.h"
 #include "common/graph.h"
 #include "common/processed_graph.h"
 #include "common/shard.h"

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "common/feature_transform.h"
 #include "common/processed_graph.h"
 #include "common/shard.h"
 

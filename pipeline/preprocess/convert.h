@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/feature_transform.h"
 #include "common/processed_graph.h"
 #include "pipeline/preprocess/settings.h"
 

@@ -19,12 +19,6 @@ std::string unit_key(const std::string& collection, const std::string& split) {
   return collection + "|" + split;
 }
 
-std::string collection_dir(const std::string& collection) {
-  std::string d = collection;
-  std::replace(d.begin(), d.end(), ':', '_');
-  return d;
-}
-
 SettingsDigest SettingsDigest::of(const Config& cfg) {
   SettingsDigest d;
   d.graphs = cfg.digest({"preprocess.prune_hops", "preprocess.dedup", "preprocess.compression",

@@ -19,7 +19,7 @@
 #include "trainer/eval/report.h"
 #include "trainer/eval/submission.h"
 #include "trainer/train/optimizer.h"
-#include "pipeline/preprocess/plan.h"
+#include "common/collection.h"
 #include "trainer/train/sampler.h"
 
 namespace tpuperf {
