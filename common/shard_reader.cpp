@@ -29,7 +29,6 @@ struct ShardReader::Impl {
   std::vector<ShardGraphInfo> infos;
   std::unordered_map<std::string, int64_t> by_name;
   std::vector<int64_t> node_off, edge_off, config_off, config_node_off, packed_off, split_off;
-  FeatureTransform transform;
   mutable std::unordered_map<std::string, h5::Handle> dsets;  // opened on first use
 
   hid_t dataset(const std::string& name) const;
@@ -57,7 +56,6 @@ struct ShardReader::Impl {
   void open();
   void check_identity() const;
   void load_tables();
-  void load_transform();
   void read_structure_into(int64_t i, ProcessedGraph& g) const;
   void check_index(int64_t i) const;
   Error graph_error(int64_t i, const Error& e) const;
@@ -122,11 +120,11 @@ void ShardReader::Impl::open() {
     throw e.with_file(path).with_key("collection");
   }
   load_tables();
-  load_transform();
   dsets.clear();  // the row datasets reopen on first read; the small ones are done
 }
 
-// A tpuperf shard of the schema version this build reads.
+// A tpuperf shard of a schema version this build reads. Version 1 differs only by a
+// /feature_transform group, which is ignored.
 void ShardReader::Impl::check_identity() const {
   const hid_t f = file.get();
   if (!h5::has_attr(f, "schema_version", path) || !h5::has_attr(f, "created_by", path) ||
@@ -135,8 +133,9 @@ void ShardReader::Impl::check_identity() const {
                     std::string(kShardCreatedBy) + ")",
                 path);
   const int64_t version = h5::read_int_attr(f, "schema_version", path);
-  if (version != kShardSchemaVersion)
-    throw Error("shard schema_version " + std::to_string(version) + " is not the " +
+  if (version < kShardOldestReadableVersion || version > kShardSchemaVersion)
+    throw Error("shard schema_version " + std::to_string(version) + " is not one of the " +
+                    std::to_string(kShardOldestReadableVersion) + ".." +
                     std::to_string(kShardSchemaVersion) +
                     " this build reads: rerun tpuperf-preprocess with this build",
                 path, "schema_version");
@@ -211,15 +210,6 @@ void ShardReader::Impl::load_tables() {
   rows_are("node_splits", split_off[n]);
 }
 
-void ShardReader::Impl::load_transform() {
-  const std::string g = std::string(kShardTransformGroup) + "/";
-  const size_t k = rows(g + "kept_columns");
-  transform.kept_columns = read_whole<int32_t>(g + "kept_columns", k);
-  transform.log1p = read_whole<uint8_t>(g + "log1p", k);
-  transform.mean = read_whole<double>(g + "mean", k);
-  transform.stddev = read_whole<double>(g + "stddev", k);
-}
-
 void ShardReader::Impl::check_index(int64_t i) const {
   if (i < 0 || i >= static_cast<int64_t>(infos.size()))
     throw Error("graph index " + std::to_string(i) + " outside [0, " +
@@ -269,7 +259,6 @@ const std::string& ShardReader::split() const { return impl_->split; }
 bool ShardReader::is_tile() const { return impl_->tile; }
 int ShardReader::num_node_feat() const { return impl_->num_node_feat; }
 int64_t ShardReader::num_graphs() const { return static_cast<int64_t>(impl_->infos.size()); }
-const FeatureTransform& ShardReader::feature_transform() const { return impl_->transform; }
 
 const ShardGraphInfo& ShardReader::info(int64_t i) const {
   impl_->check_index(i);

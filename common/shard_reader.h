@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_transform.h"
 #include "common/graph.h"
 #include "common/processed_graph.h"
 #include "common/shard.h"
@@ -34,8 +33,8 @@ struct ConfigRows {
 class ShardReader {
  public:
   // Opens read-only and loads the per-graph arrays and offsets (small). Throws Error if
-  // the file is missing, is not a tpuperf shard, has another schema_version or has
-  // inconsistent offsets.
+  // the file is missing, is not a tpuperf shard, has a schema_version this build does not
+  // read or has inconsistent offsets.
   explicit ShardReader(const std::string& path);
   ~ShardReader();
   ShardReader(ShardReader&&) noexcept;
@@ -51,7 +50,6 @@ class ShardReader {
   std::vector<std::string> names() const;
   // Index of the graph with that name, or -1.
   int64_t find(const std::string& name) const;
-  const FeatureTransform& feature_transform() const;
 
   // The whole graph. A checksum or read failure throws Error naming the shard, the graph
   // and the dataset.

@@ -154,7 +154,6 @@ void fsync_file(const std::string& file, const std::string& shard) {
 
 struct ShardWriter::Impl {
   std::string path, tmp, collection, split;
-  FeatureTransform transform;
   bool tile = false;
   int deflate = 0;
   h5::Handle file;
@@ -191,7 +190,6 @@ struct ShardWriter::Impl {
   void append_rows(const ProcessedGraph& g);
   void record(const ProcessedGraph& g);
   void write_tables();
-  void write_transform();
   void discard();
 };
 
@@ -292,28 +290,12 @@ void ShardWriter::Impl::write_tables() {
       {"split_offsets", &split_off},
   };
   for (const auto& [name, v] : int64_tables) write_small(t, name, H5T_STD_I64LE, *v);
-  write_transform();
   const hid_t f = file.get();
   h5::write_attr(f, "schema_version", int32_t{kShardSchemaVersion}, path);
   h5::write_attr(f, "collection", collection, path);
   h5::write_attr(f, "split", split, path);
   h5::write_attr(f, "num_graphs", static_cast<int64_t>(names.size()), path);
   h5::write_attr(f, "created_by", std::string(kShardCreatedBy), path);
-}
-
-void ShardWriter::Impl::write_transform() {
-  const WriteTarget t = target();
-  const std::string what = "cannot create group '" + std::string(kShardTransformGroup) + "'";
-  h5::Handle group(h5::check_id(H5Gcreate2(t.file, kShardTransformGroup, H5P_DEFAULT, H5P_DEFAULT,
-                                           H5P_DEFAULT),
-                                what, path, kShardTransformGroup),
-                   H5Gclose);
-  const std::string g = std::string(kShardTransformGroup) + "/";
-  write_small(t, g + "kept_columns", H5T_STD_I32LE, transform.kept_columns);
-  write_small(t, g + "log1p", H5T_STD_U8LE, transform.log1p);
-  write_small(t, g + "mean", H5T_IEEE_F64LE, transform.mean);
-  write_small(t, g + "stddev", H5T_IEEE_F64LE, transform.stddev);
-  group.close("group '" + std::string(kShardTransformGroup) + "'", path, kShardTransformGroup);
 }
 
 void ShardWriter::Impl::discard() {
@@ -324,14 +306,13 @@ void ShardWriter::Impl::discard() {
 }
 
 ShardWriter::ShardWriter(std::string path, std::string collection, std::string split,
-                         const FeatureTransform& transform, int deflate_level)
+                         int deflate_level)
     : impl_((quiet_hdf5(), std::make_unique<Impl>())) {  // Impl's members already use HDF5
   Impl& m = *impl_;
   m.path = std::move(path);
   m.tmp = m.path + ".tmp";
   m.collection = std::move(collection);
   m.split = std::move(split);
-  m.transform = transform;
   m.deflate = deflate_level;
   try {
     m.tile = Collection::parse(m.collection).kind == Kind::Tile;
@@ -340,9 +321,6 @@ ShardWriter::ShardWriter(std::string path, std::string collection, std::string s
   }
   if (deflate_level < 0 || deflate_level > 9)
     throw Error("deflate level " + std::to_string(deflate_level) + " is not in 0..9", m.path);
-  const size_t k = transform.kept_columns.size();
-  if (transform.log1p.size() != k || transform.mean.size() != k || transform.stddev.size() != k)
-    throw Error("feature transform columns differ in length", m.path, kShardTransformGroup);
   m.file = h5::create_file(m.tmp, m.path);
 }
 
@@ -396,7 +374,7 @@ void ShardWriter::close() {
   if (m.done) throw Error("shard already closed", m.path);
   try {
     if (m.broken) throw Error("cannot close a shard after a write error", m.path);
-    if (m.num_node_feat < 0) m.node_feat.set_cols(m.transform.kept_columns.size());
+    if (m.num_node_feat < 0) m.node_feat.set_cols(kNodeFeatDim);
     const WriteTarget t = m.target();
     for (Column* c : m.columns()) c->finish(t);
     m.write_tables();

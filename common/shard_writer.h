@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "common/feature_transform.h"
 #include "common/processed_graph.h"
 #include "common/shard.h"
 
@@ -16,10 +15,9 @@ namespace tpuperf {
 // at most about one kShardChunkBytes chunk per dataset plus the small per-graph arrays.
 class ShardWriter {
  public:
-  // collection must be a tile ("tile:...") or layout ("layout:...") collection id.
-  // deflate_level 0..9; 0 stores uncompressed (checksums are always on).
-  ShardWriter(std::string path, std::string collection, std::string split,
-              const FeatureTransform& transform, int deflate_level);
+  // collection must be a collection id (common/collection.h). deflate_level 0..9; 0 stores
+  // uncompressed (checksums are always on).
+  ShardWriter(std::string path, std::string collection, std::string split, int deflate_level);
   // Without a successful close() the temporary file is removed.
   ~ShardWriter();
   ShardWriter(ShardWriter&&) noexcept;
@@ -36,8 +34,9 @@ class ShardWriter {
   int64_t bytes_added() const;
   int64_t num_graphs() const;
   const std::string& path() const;
-  // Writes the per-graph arrays and attributes, closes and renames. Errors name the
-  // shard and the dataset; after an error the temporary file is gone.
+  // Writes the per-graph arrays and attributes, closes and renames. A shard without
+  // graphs gets kNodeFeatDim node feature columns. Errors name the shard and the dataset;
+  // after an error the temporary file is gone.
   void close();
 
  private:

@@ -6,14 +6,10 @@
 
 #include <string>
 
-#include "common/feature_transform.h"
 #include "common/processed_graph.h"
 #include "pipeline/preprocess/settings.h"
 
 namespace tpuperf {
-
-// The transform that keeps all 140 columns unchanged.
-FeatureTransform identity_transform();
 
 // Throws Error (file, key, reason) when the source is bad. fold is stored as given.
 ProcessedGraph convert_source(const std::string& path, const std::string& collection,

@@ -105,7 +105,7 @@ class ShardSet {
     make_dirs(dir);
     char name[64];
     std::snprintf(name, sizeof name, "/g%d-r%d-%05d.h5", gen_, rank_, index);
-    return std::make_unique<ShardWriter>(dir + name, collection, split, identity_transform(), s_.deflate);
+    return std::make_unique<ShardWriter>(dir + name, collection, split, s_.deflate);
   }
 
   void close(std::unique_ptr<ShardWriter> w, const std::string& collection, const std::string& split) {
