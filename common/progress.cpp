@@ -71,14 +71,14 @@ void Progress::tick(int64_t bytes) {
 
 void Progress::finish() {
   double t = elapsed_s();
-  const std::string mb = total_bytes_ > 0 ? fmt::format(", {:.1f} MB", done_bytes_ / 1e6) : "";
+  const std::string mb = total_bytes_ > 0 ? fmt::format(", {:.1f} MB", done_bytes_ / kBytesPerMB) : "";
   spdlog::info("{}: done, {} {}{} in {} ({:.1f} {}/s{})", label_, done_items_, unit_, mb, format_duration(t),
                t > 0 ? done_items_ / t : 0.0, unit_, mb_rate(t));
 }
 
 std::string Progress::mb_rate(double t) const {
   if (total_bytes_ <= 0) return "";
-  return fmt::format(", {:.1f} MB/s", t > 0 ? done_bytes_ / 1e6 / t : 0.0);
+  return fmt::format(", {:.1f} MB/s", t > 0 ? done_bytes_ / kBytesPerMB / t : 0.0);
 }
 
 }  // namespace tpuperf

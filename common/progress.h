@@ -9,11 +9,17 @@
 
 namespace tpuperf {
 
+// A progress line at most this often: frequent enough to see work move, rare enough for
+// a readable log of a day-long run.
+constexpr double kProgressIntervalSeconds = 5.0;
+// MB in logs and settings (preprocess.shard_mb) is 10^6 bytes.
+constexpr double kBytesPerMB = 1e6;
+
 class Progress {
  public:
   // unit names the items ("files", "steps"); MB/s is shown only when total_bytes > 0.
-  Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s = 5.0,
-           std::string unit = "files");
+  Progress(std::string label, int64_t total_items, int64_t total_bytes,
+           double interval_s = kProgressIntervalSeconds, std::string unit = "files");
   // One item done, of `bytes` input bytes.
   void tick(int64_t bytes);
   // Logs the closing line (totals, overall rates).

@@ -24,6 +24,9 @@ namespace {
 // of a 20 MB packed graph 4x faster to read than 256 KiB ones). Deflate's window is only
 // 32 KiB, so larger chunks would barely compress better (~10% in that test).
 constexpr hsize_t kShardChunkBytes = 64 * 1024;
+// bytes_added() counts per graph, besides its rows, its name and its 13 int64 entries of
+// the per-graph arrays (7 counts, 6 offsets).
+constexpr int64_t kPerGraphTableBytes = 13 * sizeof(int64_t);
 
 struct WriteTarget {
   hid_t file;
@@ -267,7 +270,7 @@ void ShardWriter::Impl::record(const ProcessedGraph& g) {
   bytes += b(g.node_feat) + b(g.node_opcode) + b(g.edge_index) + b(g.config_runtime) +
            b(g.config_feat) + b(g.config_runtime_normalizers) + b(g.node_config_ids) +
            b(g.node_config_packed) + b(g.node_splits) + static_cast<int64_t>(g.name.size()) +
-           13 * 8;  // the per-graph entries and offsets
+           kPerGraphTableBytes;
 }
 
 void ShardWriter::Impl::write_tables() {

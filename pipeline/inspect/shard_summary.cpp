@@ -34,6 +34,10 @@ std::string processed_dir_of(const std::string& shard_path) {
   return fs::absolute(shard_path).parent_path().parent_path().parent_path().string();
 }
 
+// --graph shows the first values of each array: per-node arrays, per-config arrays.
+constexpr size_t kShownNodeValues = 12;
+constexpr size_t kShownConfigValues = 8;
+
 template <typename T>
 std::string head(const std::vector<T>& v, size_t n) {
   std::ostringstream out;
@@ -86,13 +90,13 @@ std::string shard_graph_text(const std::string& path, const std::string& name) {
       << " (source " << g.edges_before << "), configs " << g.num_configs() << " (source " << g.configs_before
       << ")\n"
       << "  node feature columns " << g.num_node_feat << "\n"
-      << "  opcodes " << head(std::vector<int>(g.node_opcode.begin(), g.node_opcode.end()), 12) << "\n"
-      << "  config_runtime " << head(g.config_runtime, 8) << "\n";
+      << "  opcodes " << head(std::vector<int>(g.node_opcode.begin(), g.node_opcode.end()), kShownNodeValues) << "\n"
+      << "  config_runtime " << head(g.config_runtime, kShownConfigValues) << "\n";
   if (r.is_tile()) {
-    out << "  config_runtime_normalizers " << head(g.config_runtime_normalizers, 8) << "\n";
+    out << "  config_runtime_normalizers " << head(g.config_runtime_normalizers, kShownConfigValues) << "\n";
   } else {
-    out << "  node_config_ids " << head(g.node_config_ids, 12) << "\n"
-        << "  node_splits " << head(g.node_splits, 12) << "\n";
+    out << "  node_config_ids " << head(g.node_config_ids, kShownNodeValues) << "\n"
+        << "  node_splits " << head(g.node_splits, kShownNodeValues) << "\n";
     if (!g.node_config_packed.empty()) {
       int8_t v[18];
       unpack_layout_values(g.node_config_packed[0], v);

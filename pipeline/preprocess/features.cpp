@@ -209,12 +209,12 @@ double FeatureStats::log_variance(int col) const { return moment_variance(col, k
 bool is_heavy_tailed(const FeatureStats& stats, int col) {
   if (stats.count(col) == 0) return false;
   const double max_abs = stats.max_abs(col);
-  return max_abs > 1000.0 || (max_abs > 16.0 && max_abs > 100.0 * stats.mean_abs(col));
+  return max_abs > kHeavyTailMaxAbs ||
+         (max_abs > kSkewedMaxAbsFloor && max_abs > kSkewedMaxOverMean * stats.mean_abs(col));
 }
 
 FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& options) {
   if (stats.count(0) == 0) throw Error("no train node features: cannot fit the feature transform");
-  constexpr double kStddevFloor = 1e-6;
   FeatureTransform t;
   for (int c = 0; c < FeatureStats::kCols; ++c) {
     if (options.drop_constant && stats.max(c) == stats.min(c)) continue;

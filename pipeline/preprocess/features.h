@@ -89,12 +89,20 @@ struct FitOptions {
   bool log_columns = true;    // signed_log1p heavy-tailed columns
 };
 
-// Heavy-tail rule (see features.cpp): max|x| > 1000, or max|x| > 16 and
-// max|x| > 100 * mean|x|.
+// The heavy-tail rule's thresholds (why these: features.cpp, is_heavy_tailed). Changing
+// one changes which columns are logged, so every fitted transform.
+constexpr double kHeavyTailMaxAbs = 1000.0;   // sizes, counts, products
+constexpr double kSkewedMaxAbsFloor = 16.0;   // below: small-integer columns stay linear
+constexpr double kSkewedMaxOverMean = 100.0;  // max|x| / mean|x| of a very skewed column
+// A kept column whose stddev is below this is standardized with stddev 1 instead.
+constexpr double kStddevFloor = 1e-6;
+
+// Heavy-tail rule (see features.cpp): max|x| > kHeavyTailMaxAbs, or
+// max|x| > kSkewedMaxAbsFloor and max|x| > kSkewedMaxOverMean * mean|x|.
 bool is_heavy_tailed(const FeatureStats& stats, int col);
 
-// Fits on train statistics. Stddev below 1e-6 becomes 1 (constant kept columns map to 0).
-// Throws Error when the statistics hold no rows.
+// Fits on train statistics. Stddev below kStddevFloor becomes 1 (constant kept columns
+// map to 0). Throws Error when the statistics hold no rows.
 FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& options);
 
 }  // namespace tpuperf
