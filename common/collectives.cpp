@@ -16,18 +16,6 @@ namespace {
 // traffic on the communicator.
 constexpr int kGatherTag = 0x7470;  // "tp"
 
-int comm_rank(MPI_Comm comm) {
-  int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  return rank;
-}
-
-int comm_size(MPI_Comm comm) {
-  int size = 1;
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  return size;
-}
-
 void check_chunk(int64_t chunk_bytes, const char* what) {
   if (chunk_bytes < 1 || chunk_bytes > INT_MAX)
     throw Error(std::string(what) + ": chunk of " + std::to_string(chunk_bytes) +
@@ -75,7 +63,7 @@ std::string_view RankBytes::of(int rank) const {
 // the root receives each rank's bytes with point-to-point messages of at most one chunk.
 RankBytes gather_bytes(std::string_view mine, int root, MPI_Comm comm, int64_t chunk_bytes) {
   check_chunk(chunk_bytes, "gather_bytes");
-  const int rank = comm_rank(comm), size = comm_size(comm);
+  const int rank = mpi_rank(comm), size = mpi_size(comm);
   const int64_t n = static_cast<int64_t>(mine.size());
   // Every rank learns the sizes, so that a total the root cannot hold fails on all ranks
   // alike instead of leaving the others waiting in a send.
@@ -103,7 +91,7 @@ RankBytes gather_bytes(std::string_view mine, int root, MPI_Comm comm, int64_t c
 RankBytes allgather_bytes(std::string_view mine, MPI_Comm comm, int64_t chunk_bytes) {
   check_chunk(chunk_bytes, "allgather_bytes");
   const int64_t n = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> sizes(comm_size(comm));
+  std::vector<int64_t> sizes(mpi_size(comm));
   check_mpi(MPI_Allgather(&n, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, comm), "MPI_Allgather");
   const std::vector<int64_t> offsets = offsets_of(sizes, "allgather_bytes");
   RankBytes out = gather_bytes(mine, 0, comm, chunk_bytes);
@@ -117,7 +105,7 @@ void broadcast_bytes(std::string& bytes, int root, MPI_Comm comm, int64_t chunk_
   check_chunk(chunk_bytes, "broadcast_bytes");
   int64_t n = static_cast<int64_t>(bytes.size());
   check_mpi(MPI_Bcast(&n, 1, MPI_INT64_T, root, comm), "MPI_Bcast");
-  if (comm_rank(comm) != root) {
+  if (mpi_rank(comm) != root) {
     offsets_of({n}, "broadcast_bytes");
     bytes.resize(static_cast<size_t>(n));
   }

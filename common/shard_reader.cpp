@@ -59,6 +59,16 @@ struct ShardReader::Impl {
   void read_structure_into(int64_t i, ProcessedGraph& g) const;
   void check_index(int64_t i) const;
   Error graph_error(int64_t i, const Error& e) const;
+  // read() of graph i: an Error names the graph (and keeps the dataset and the cause).
+  template <class Read>
+  auto of_graph(int64_t i, Read read) const {
+    check_index(i);
+    try {
+      return read(infos[i]);
+    } catch (const Error& e) {
+      throw graph_error(i, e);
+    }
+  }
 };
 
 hid_t ShardReader::Impl::dataset(const std::string& name) const {
@@ -279,23 +289,18 @@ int64_t ShardReader::find(const std::string& name) const {
 
 ProcessedGraph ShardReader::read_structure(int64_t i) const {
   const Impl& m = *impl_;
-  m.check_index(i);
-  ProcessedGraph g;
-  try {
+  return m.of_graph(i, [&](const ShardGraphInfo&) {
+    ProcessedGraph g;
     m.read_structure_into(i, g);
-  } catch (const Error& e) {
-    throw m.graph_error(i, e);
-  }
-  return g;
+    return g;
+  });
 }
 
 ProcessedGraph ShardReader::read(int64_t i) const {
   const Impl& m = *impl_;
-  m.check_index(i);
-  ProcessedGraph g;
-  try {
+  return m.of_graph(i, [&](const ShardGraphInfo& f) {
+    ProcessedGraph g;
     m.read_structure_into(i, g);
-    const ShardGraphInfo& f = m.infos[i];
     if (m.tile) {
       m.read_range("config_feat", m.config_off[i], f.num_configs, kTileConfigDim, g.config_feat);
       m.read_range("config_runtime_normalizers", m.config_off[i], f.num_configs, 1,
@@ -304,10 +309,8 @@ ProcessedGraph ShardReader::read(int64_t i) const {
       m.read_range("node_config_packed", m.packed_off[i], f.num_configs * f.num_config_nodes, 1,
                    g.node_config_packed);
     }
-  } catch (const Error& e) {
-    throw m.graph_error(i, e);
-  }
-  return g;
+    return g;
+  });
 }
 
 namespace {

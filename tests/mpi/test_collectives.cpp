@@ -9,22 +9,11 @@
 
 #include "common/collectives.h"
 #include "common/error.h"
+#include "tests/mpi_test_util.h"
 
 using namespace tpuperf;
 
 namespace {
-
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 // Rank r's contribution: n bytes of every value 0..255 (NULs included), seeded by r.
 std::string contribution(int r, size_t n) {
@@ -92,13 +81,4 @@ TEST(Collectives, ChunksOutsideMpiCountsAreErrors) {
   EXPECT_THROW(broadcast_bytes(s, 0, MPI_COMM_WORLD, -1), Error);
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Every rank prints its own report (interleaved), so a failure on any rank is visible.
-  int result = RUN_ALL_TESTS();
-  int worst = result;  // the job fails when any rank failed
-  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+int main(int argc, char** argv) { return run_mpi_tests(argc, argv); }
