@@ -1,5 +1,7 @@
 #include "common/collection.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace tpuperf {
@@ -21,6 +23,12 @@ std::vector<Collection> Collection::all() {
           {Kind::Layout, "xla", "default"},
           {Kind::Layout, "nlp", "random"},
           {Kind::Layout, "nlp", "default"}};
+}
+
+std::string collection_dir(const std::string& collection) {
+  std::string d = collection;
+  std::replace(d.begin(), d.end(), ':', '_');
+  return d;
 }
 
 Collection Collection::parse(const std::string& id) {

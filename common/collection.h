@@ -27,6 +27,10 @@ struct Collection {
   static std::vector<Collection> all();
 };
 
+// Directory of a collection inside a processed_dir or an output dir:
+// "layout:xla:random" -> "layout_xla_random".
+std::string collection_dir(const std::string& collection);
+
 extern const std::vector<std::string> kSplits;  // train, valid, test
 
 }  // namespace tpuperf

@@ -27,6 +27,9 @@ constexpr size_t kZip64EndLen = 56, kZip64LocatorLen = 20;
 constexpr uint32_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMax16 = 0xFFFF;
 constexpr size_t kChunk = 1 << 20;  // reads, inflation and CRC work in 1 MiB pieces
+// A member's first compressed read; each further read doubles up to kChunk, so that
+// reading a header does not pull in a megabyte.
+constexpr size_t kFirstReadBytes = 4096;
 // Any fixed date will do: the archive's content is what matters. 1980-01-01 00:00.
 constexpr uint16_t kDosTime = 0, kDosDate = (1 << 5) | 1;
 // Deflate emits at least one bit per 258 output bytes, so ~1032x is its ceiling.
@@ -147,9 +150,9 @@ class NpzReader::MemberStream {
     }
   }
 
-  // Grows from 4 KiB so that reading a header does not pull in a megabyte.
+  // Grows from kFirstReadBytes to kChunk.
   void refill() {
-    size_t want = std::min<uint64_t>(in_end_ - in_pos_, std::min(kChunk, size_t{4096} << refills_));
+    size_t want = std::min<uint64_t>(in_end_ - in_pos_, std::min(kChunk, kFirstReadBytes << refills_));
     ++refills_;
     if (in_buf_.size() < want) in_buf_.resize(want);
     if (want > 0) r_.read_at(in_pos_, in_buf_.data(), want);

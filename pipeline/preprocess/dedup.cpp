@@ -63,8 +63,11 @@ uint64_t hash_row(const uint8_t* row, size_t row_bytes) {
   return h.digest();
 }
 
+// The open-addressing table of distinct rows: a power of two at least this large.
+constexpr size_t kMinTableSlots = 16;
+
 size_t table_capacity(int64_t num_rows) {
-  size_t cap = 16;
+  size_t cap = kMinTableSlots;
   // Load factor <= 1/2 keeps linear probing short.
   while (cap < 2 * static_cast<size_t>(num_rows)) cap *= 2;
   return cap;

@@ -43,11 +43,11 @@ ProcessedGraph header(const GraphBase& g, const std::string& collection,
   return p;
 }
 
-void set_node_features(ProcessedGraph& p, const FeatureTransform& t, std::vector<float> feat,
-                       int64_t n) {
+void set_node_features(ProcessedGraph& p, std::vector<float> feat, int64_t n) {
+  repad_minor_to_major(feat.data(), n);
   p.num_nodes = n;
-  p.num_node_feat = static_cast<int>(t.kept_columns.size());
-  p.node_feat = transform_node_features(t, std::move(feat), n);
+  p.num_node_feat = kNodeFeatDim;
+  p.node_feat = std::move(feat);
 }
 
 DedupResult tile_configs(const TileGraph& g, DedupPolicy policy, bool dedup) {
@@ -73,19 +73,12 @@ std::vector<uint64_t> pack_configs(const LayoutGraph& g, const std::vector<int64
 
 }  // namespace
 
-std::vector<float> transform_node_features(const FeatureTransform& t,
-                                           std::vector<float> node_feat, int64_t n) {
-  repad_minor_to_major(node_feat.data(), n);
-  return apply_transform(t, node_feat.data(), n);
-}
-
 ProcessedGraph to_processed(const TileGraph& g, const std::string& collection,
-                            const std::string& split, int fold, const FeatureTransform& t,
-                            DedupPolicy policy, bool dedup) {
+                            const std::string& split, int fold, DedupPolicy policy, bool dedup) {
   try {
     check_node_feat(g);
     ProcessedGraph p = header(g, collection, split, fold, g.num_configs());
-    set_node_features(p, t, g.node_feat, g.num_nodes);
+    set_node_features(p, g.node_feat, g.num_nodes);
     p.node_opcode = g.node_opcode;
     p.edge_index = to_int32(g.edge_index, g.name, "edge_index");
 
@@ -104,13 +97,13 @@ ProcessedGraph to_processed(const TileGraph& g, const std::string& collection,
 }
 
 ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
-                            const std::string& split, int fold, const FeatureTransform& t,
-                            DedupPolicy policy, bool dedup, int prune_hops) {
+                            const std::string& split, int fold, DedupPolicy policy, bool dedup,
+                            int prune_hops) {
   try {
     check_node_feat(g);
     ProcessedGraph p = header(g, collection, split, fold, g.num_configs());
     PrunedGraph pruned = prune_layout(g, prune_hops);
-    set_node_features(p, t, std::move(pruned.node_feat), pruned.num_nodes);
+    set_node_features(p, std::move(pruned.node_feat), pruned.num_nodes);
     p.node_opcode = std::move(pruned.node_opcode);
     p.edge_index = to_int32(pruned.edge_index, g.name, "edge_index");
     p.node_config_ids = to_int32(pruned.node_config_ids, g.name, "node_config_ids");

@@ -1,6 +1,7 @@
 // One source graph -> one ProcessedGraph: dedup (if asked), pruning (layout), re-padding
-// and the node-feature transform, int32 re-indexing, base-7 packing of layout configs
-// and provenance. Also the statistics pass that precedes fitting the transform.
+// of the node features (untransformed: the transform is fitted afterwards and applied when
+// graphs are read), int32 re-indexing, base-7 packing of layout configs and provenance.
+// Also the statistics pass that precedes fitting the transform.
 #pragma once
 
 #include <string>
@@ -15,23 +16,18 @@ namespace tpuperf {
 // dedup: collapse re-measured configs with `policy` (train/valid); false keeps every
 // config in source order (test). Throws Error naming the graph on inconsistent input.
 ProcessedGraph to_processed(const TileGraph& g, const std::string& collection,
-                            const std::string& split, int fold, const FeatureTransform& t,
-                            DedupPolicy policy, bool dedup);
+                            const std::string& split, int fold, DedupPolicy policy, bool dedup);
 
 // prune_hops: see prune.h (-1 keeps every node). The config block is read in place:
 // besides the packed output (8 bytes per node and config against 18 in the source) no
 // copy of node_config_feat-sized data is made.
 ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
-                            const std::string& split, int fold, const FeatureTransform& t,
-                            DedupPolicy policy, bool dedup, int prune_hops);
+                            const std::string& split, int fold, DedupPolicy policy, bool dedup,
+                            int prune_hops);
 
 // The first pass: adds the graph's re-padded node features, as the model will see them
 // (layout: after pruning with the same hops), to the statistics.
 void add_feature_stats(FeatureStats& stats, const TileGraph& g);
 void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops);
-
-// Re-pads a copy of n x 140 features and applies the transform.
-std::vector<float> transform_node_features(const FeatureTransform& t,
-                                           std::vector<float> node_feat, int64_t n);
 
 }  // namespace tpuperf

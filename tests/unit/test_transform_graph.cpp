@@ -69,22 +69,13 @@ TileGraph make_tile(std::mt19937_64& rng) {
   return g;
 }
 
-FeatureTransform fitted(const GraphBase& g) {
-  FeatureStats st;
-  std::vector<float> f = g.node_feat;
-  repad_minor_to_major(f.data(), g.num_nodes);
-  st.add_graph(f, g.num_nodes);
-  return fit_transform(st, {true, true});
-}
-
 }  // namespace
 
 TEST(TransformGraph, LayoutPackedDecodesToKeptConfigs) {
   std::mt19937_64 rng(1);
   LayoutGraph g = make_layout(rng);
-  FeatureTransform t = fitted(g);
   for (bool dedup : {false, true}) {
-    ProcessedGraph p = to_processed(g, "layout:nlp:random", "train", 2, t, DedupPolicy::Min, dedup, 1);
+    ProcessedGraph p = to_processed(g, "layout:nlp:random", "train", 2, DedupPolicy::Min, dedup, 1);
     EXPECT_EQ(p.collection, "layout:nlp:random");
     EXPECT_EQ(p.split, "train");
     EXPECT_EQ(p.name, g.name);
@@ -127,15 +118,16 @@ TEST(TransformGraph, LayoutPackedDecodesToKeptConfigs) {
     EXPECT_EQ(p.node_splits, (std::vector<int64_t>{0, 6, 9}));
     EXPECT_EQ(p.edge_index, (std::vector<int32_t>{1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7}));
     for (size_t i = 0; i < kept_nodes.size(); ++i) EXPECT_EQ(p.node_opcode[i], g.node_opcode[kept_nodes[i]]);
-    // Node features: the transform of the kept source rows.
-    ASSERT_EQ(p.num_node_feat, static_cast<int>(t.kept_columns.size()));
-    ASSERT_EQ(p.node_feat.size(), kept_nodes.size() * t.kept_columns.size());
+    // Node features: the kept source rows, re-padded and otherwise untransformed (the
+    // transform is fitted afterwards and applied when graphs are read).
+    ASSERT_EQ(p.num_node_feat, kNodeFeatDim);
+    ASSERT_EQ(p.node_feat.size(), kept_nodes.size() * kNodeFeatDim);
     for (size_t i = 0; i < kept_nodes.size(); ++i) {
-      std::vector<float> row(g.node_feat.begin() + kept_nodes[i] * kNodeFeatDim,
-                             g.node_feat.begin() + (kept_nodes[i] + 1) * kNodeFeatDim);
-      std::vector<float> want = transform_node_features(t, row, 1);
-      EXPECT_EQ(std::memcmp(want.data(), &p.node_feat[i * t.kept_columns.size()],
-                            want.size() * sizeof(float)), 0) << "node " << kept_nodes[i];
+      std::vector<float> want(g.node_feat.begin() + kept_nodes[i] * kNodeFeatDim,
+                              g.node_feat.begin() + (kept_nodes[i] + 1) * kNodeFeatDim);
+      repad_minor_to_major(want.data(), 1);
+      EXPECT_EQ(std::memcmp(want.data(), &p.node_feat[i * kNodeFeatDim], want.size() * sizeof(float)), 0)
+          << "node " << kept_nodes[i];
     }
   }
 }
@@ -143,8 +135,7 @@ TEST(TransformGraph, LayoutPackedDecodesToKeptConfigs) {
 TEST(TransformGraph, LayoutWithoutPruning) {
   std::mt19937_64 rng(2);
   LayoutGraph g = make_layout(rng);
-  ProcessedGraph p = to_processed(g, "layout:xla:default", "test", kFoldTest, fitted(g),
-                                  DedupPolicy::Min, false, -1);
+  ProcessedGraph p = to_processed(g, "layout:xla:default", "test", kFoldTest, DedupPolicy::Min, false, -1);
   EXPECT_EQ(p.num_nodes, 30);
   EXPECT_EQ(p.num_edges(), 29);
   EXPECT_EQ(p.node_config_ids, (std::vector<int32_t>{25, 3, 10}));
@@ -155,8 +146,7 @@ TEST(TransformGraph, LayoutWithoutPruning) {
 TEST(TransformGraph, TileDedupAndProvenance) {
   std::mt19937_64 rng(3);
   TileGraph g = make_tile(rng);
-  FeatureTransform t = fitted(g);
-  ProcessedGraph off = to_processed(g, "tile:xla", "valid", kFoldValid, t, DedupPolicy::Min, false);
+  ProcessedGraph off = to_processed(g, "tile:xla", "valid", kFoldValid, DedupPolicy::Min, false);
   EXPECT_EQ(off.config_feat, g.config_feat);
   EXPECT_EQ(off.config_runtime, g.config_runtime);
   EXPECT_EQ(off.config_runtime_normalizers, g.config_runtime_normalizers);
@@ -164,10 +154,14 @@ TEST(TransformGraph, TileDedupAndProvenance) {
   EXPECT_EQ(off.nodes_before, 7);
   EXPECT_EQ(off.edges_before, 6);
   EXPECT_EQ(off.num_nodes, 7);
+  std::vector<float> repadded = g.node_feat;
+  repad_minor_to_major(repadded.data(), g.num_nodes);
+  EXPECT_EQ(off.num_node_feat, kNodeFeatDim);
+  EXPECT_EQ(off.node_feat, repadded);
   EXPECT_TRUE(off.node_config_packed.empty());
 
   for (DedupPolicy pol : {DedupPolicy::Min, DedupPolicy::Mean, DedupPolicy::First}) {
-    ProcessedGraph on = to_processed(g, "tile:xla", "train", 0, t, pol, true);
+    ProcessedGraph on = to_processed(g, "tile:xla", "train", 0, pol, true);
     ASSERT_EQ(on.num_configs(), 8);
     EXPECT_EQ(on.configs_before, 12);
     std::vector<float> first8(g.config_feat.begin(), g.config_feat.begin() + 8 * kTileConfigDim);
@@ -212,10 +206,9 @@ TEST(TransformGraph, StatsPassMatchesPrunedRepaddedNodes) {
 TEST(TransformGraph, ErrorsNameTheGraph) {
   std::mt19937_64 rng(5);
   LayoutGraph g = make_layout(rng);
-  FeatureTransform t = fitted(g);
   g.node_config_feat.pop_back();
   try {
-    to_processed(g, "layout:nlp:random", "train", 0, t, DedupPolicy::Min, true, 1);
+    to_processed(g, "layout:nlp:random", "train", 0, DedupPolicy::Min, true, 1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.file(), "bert_layout");

@@ -12,7 +12,7 @@
 #include <limits>
 #include <string>
 
-#include "common/processed_graph.h"
+#include "common/feature_transform.h"
 #include "trainer/models/model_spec.h"
 
 namespace tpuperf {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/collection.h"
+#include "common/feature_transform.h"
 #include "common/manifest.h"
 #include "common/processed_graph.h"
 

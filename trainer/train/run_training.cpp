@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/collection.h"
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -33,25 +34,14 @@ namespace {
 
 // Collective: every rank's bytes to `root` of comm, concatenated in rank order there.
 std::string gather_bytes(const std::string& mine, MPI_Comm comm, int root) {
-  int rank = 0, size = 1;
+  int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(size), displs(size);
-  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm), "MPI_Gather");
-  std::string all;
-  if (rank == root) {
-    int total = 0;
-    for (int r = 0; r < size; ++r) displs[r] = total, total += counts[r];
-    all.resize(static_cast<size_t>(total));
-  }
-  check_mpi(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, root, comm),
-            "MPI_Gatherv");
+  const RankBytes all = tpuperf::gather_bytes(mine, root, comm);
   if (rank != root) return "";
   // Re-frame as one serialized list: each rank's bytes are a serialized list of their own.
   std::vector<GraphScores> merged;
-  for (int r = 0; r < size; ++r) {
-    auto part = deserialize_scores(all.substr(displs[r], counts[r]));
+  for (int r = 0; r < all.ranks(); ++r) {
+    auto part = deserialize_scores(std::string(all.of(r)));
     merged.insert(merged.end(), part.begin(), part.end());
   }
   return serialize_scores(merged);
