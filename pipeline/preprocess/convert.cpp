@@ -5,7 +5,8 @@
 #include "common/collection.h"
 #include "common/error.h"
 #include "common/graph.h"
-#include "pipeline/preprocess/transform_graph.h"
+#include "common/graph_prep.h"
+#include "pipeline/preprocess/features.h"
 
 namespace tpuperf {
 

@@ -14,7 +14,7 @@
 #include "common/random.h"
 #include "trainer/eval/report.h"
 #include "trainer/models/registry.h"
-#include "trainer/train/checkpoint.h"
+#include "trainer/models/checkpoint.h"
 #include "trainer/train/cost_model.h"
 #include "trainer/train/distributed.h"
 #include "trainer/train/evaluation.h"

@@ -14,7 +14,7 @@
 #include "common/manifest.h"
 #include "common/metrics.h"
 #include "common/tool_main.h"
-#include "trainer/train/checkpoint.h"
+#include "trainer/models/checkpoint.h"
 #include "trainer/train/compute_threads.h"
 #include "trainer/train/distributed.h"
 #include "trainer/eval/ensemble.h"

@@ -1,4 +1,4 @@
-#include "pipeline/preprocess/dedup.h"
+#include "common/config_dedup.h"
 
 #include <algorithm>
 #include <cstring>

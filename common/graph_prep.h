@@ -1,15 +1,16 @@
-// One source graph -> one ProcessedGraph: dedup (if asked), pruning (layout), re-padding
-// of the node features (untransformed: the transform is fitted afterwards and applied when
-// graphs are read), int32 re-indexing, base-7 packing of layout configs and provenance.
-// Also the statistics pass that precedes fitting the transform.
+// One source graph as the model sees it (a ProcessedGraph): re-measured configs collapsed
+// (if asked), layout graphs pruned to the neighbourhood of their configurable nodes, node
+// features re-padded (untransformed: the fitted transform is applied when graphs are read),
+// int32 re-indexing, base-7 packing of layout configs and provenance. What preprocessing
+// stores for every graph, and what a ranker applies to a graph it has never seen.
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "common/config_dedup.h"
 #include "common/graph.h"
 #include "common/processed_graph.h"
-#include "pipeline/preprocess/dedup.h"
-#include "pipeline/preprocess/features.h"
 
 namespace tpuperf {
 
@@ -25,9 +26,12 @@ ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
                             const std::string& split, int fold, DedupPolicy policy, bool dedup,
                             int prune_hops);
 
-// The first pass: adds the graph's re-padded node features, as the model will see them
-// (layout: after pruning with the same hops), to the statistics.
-void add_feature_stats(FeatureStats& stats, const TileGraph& g);
-void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops);
+// The node features to_processed stores (re-padded; layout: after pruning with the same
+// hops), for the statistics pass that precedes fitting the transform.
+std::vector<float> model_node_features(const TileGraph& g);
+std::vector<float> model_node_features(const LayoutGraph& g, int prune_hops);
+
+// Throws Error unless node_feat holds num_nodes x 140 values and indices fit int32.
+void check_node_feat(const GraphBase& g);
 
 }  // namespace tpuperf

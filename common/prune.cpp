@@ -1,4 +1,4 @@
-#include "pipeline/preprocess/prune.h"
+#include "common/prune.h"
 
 #include <algorithm>
 #include <string>

@@ -7,7 +7,8 @@
 #include <set>
 
 #include "common/error.h"
-#include "pipeline/preprocess/transform_graph.h"
+#include "common/graph_prep.h"
+#include "pipeline/preprocess/features.h"
 
 using namespace tpuperf;
 

@@ -1,10 +1,11 @@
-#include "pipeline/preprocess/transform_graph.h"
+#include "common/graph_prep.h"
 
 #include <limits>
 
 #include "common/error.h"
 #include "common/log.h"
-#include "pipeline/preprocess/prune.h"
+#include "common/feature_transform.h"
+#include "common/prune.h"
 
 namespace tpuperf {
 
@@ -23,12 +24,16 @@ std::vector<int32_t> to_int32(const std::vector<int64_t>& v, const std::string& 
   return out;
 }
 
+}  // namespace
+
 void check_node_feat(const GraphBase& g) {
   if (g.node_feat.size() != static_cast<size_t>(g.num_nodes) * kNodeFeatDim)
     throw Error("node_feat has " + std::to_string(g.node_feat.size()) + " values, expected " +
                     std::to_string(g.num_nodes) + " x 140", g.name, "node_feat");
   if (g.num_nodes > kInt32Max) throw Error("too many nodes for int32 indices", g.name, "node_feat");
 }
+
+namespace {
 
 ProcessedGraph header(const GraphBase& g, const std::string& collection,
                       const std::string& split, int fold, int64_t configs_before) {
@@ -123,19 +128,19 @@ ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
   }
 }
 
-void add_feature_stats(FeatureStats& stats, const TileGraph& g) {
+std::vector<float> model_node_features(const TileGraph& g) {
   check_node_feat(g);
   std::vector<float> feat = g.node_feat;
   repad_minor_to_major(feat.data(), g.num_nodes);
-  stats.add_graph(feat.data(), g.num_nodes);
+  return feat;
 }
 
-void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops) {
+std::vector<float> model_node_features(const LayoutGraph& g, int prune_hops) {
   try {
     check_node_feat(g);
     PrunedGraph pruned = prune_layout(g, prune_hops);
     repad_minor_to_major(pruned.node_feat.data(), pruned.num_nodes);
-    stats.add_graph(pruned.node_feat.data(), pruned.num_nodes);
+    return std::move(pruned.node_feat);
   } catch (Error& e) {
     e.with_file(g.name);
     throw;
