@@ -25,6 +25,7 @@
 #include "trainer/train/evaluation.h"
 #include "trainer/train/fold_training.h"
 #include "trainer/train/settings.h"
+#include "trainer/rank/run_dir.h"
 
 namespace tpuperf {
 
@@ -243,8 +244,13 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
     make_dirs(s.output_dir);
     // A prediction's config is kept apart: it may name other data, and --resume compares
     // against the config the checkpoints were trained with.
-    cfg.save(s.output_dir + (opts.predict_only ? "/predict_config.yaml" : "/train_config.yaml"));
-    if (!opts.predict_only) save_data_identity(s.output_dir, identity);
+    cfg.save(s.output_dir + "/" + (opts.predict_only ? "predict_config.yaml" : kTrainConfigFile));
+    if (!opts.predict_only) {
+      save_data_identity(s.output_dir, identity);
+      // What preprocessing did to the graphs trained on (pruning hops, dedup): a ranker
+      // applies the same to graphs it has never seen (trainer/rank/run_dir.h).
+      write_file_atomic(s.output_dir + "/" + kPreprocessSettingsFile, manifest.settings);
+    }
   }
   MPI_Barrier(ctx.world);
   FoldLayout layout = make_fold_layout(ctx.world, k);
