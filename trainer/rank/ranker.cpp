@@ -12,7 +12,9 @@
 #include "common/feature_transform.h"
 #include "common/graph.h"
 #include "common/graph_prep.h"
+#include "trainer/models/allocator.h"
 #include "trainer/models/checkpoint.h"
+#include "trainer/models/thread_pools.h"
 #include "trainer/rank/graph_scoring.h"
 #include "trainer/rank/run_dir.h"
 
@@ -108,7 +110,8 @@ Ranking Ranker::Impl::rank_graph(const LayoutGraph& g) const {
 Ranker::Ranker(const std::string& run_dir, const std::string& collection, const RankerOptions& options)
     : impl_(std::make_unique<Impl>(Impl{open_run_dir(run_dir), Collection::parse(collection), "", {}})) {
   impl_->id = impl_->collection.id();
-  torch::set_num_threads(std::max(1, options.threads));
+  set_compute_threads(std::max(1, options.threads));
+  if (options.keep_freed_memory) keep_freed_memory_for_reuse();
   const ModelSpec configured = impl_->run.configured_model(impl_->collection.kind);
   for (const std::string& path : impl_->run.fold_checkpoints(impl_->id)) {
     Impl::Fold f;

@@ -65,8 +65,15 @@ struct Ranking {
 };
 
 struct RankerOptions {
-  int threads = 1;     // LibTorch threads
+  // LibTorch threads. Process-wide: a Ranker sets LibTorch's intra-op pool to this and
+  // OpenBLAS's own pool to one thread (two pools on the same cores slow it down severalfold).
+  int threads = 1;
   bool fused = true;   // the fused CPU kernels, or plain LibTorch ops (the same ranking)
+  // Process-wide too: makes glibc's malloc keep freed blocks up to 32 MiB for reuse
+  // (mallopt M_MMAP_THRESHOLD, M_TRIM_THRESHOLD) rather than unmap them, so that every
+  // call does not pay page faults for its activations again (several-fold on small
+  // graphs). false leaves the host's malloc settings alone.
+  bool keep_freed_memory = true;
 };
 
 class TPUPERF_API Ranker {

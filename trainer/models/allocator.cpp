@@ -1,4 +1,4 @@
-#include "trainer/train/allocator.h"
+#include "trainer/models/allocator.h"
 
 #include <malloc.h>
 
