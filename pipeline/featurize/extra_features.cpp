@@ -33,8 +33,13 @@ int64_t element_bits(int32_t type) {
 }
 
 struct ShapeStats {
-  int64_t bytes = 0, leaves = 0, max_leaf_rank = -1;
+  uint64_t bytes = 0;  // unsigned: a lying shape may overflow, but never into undefined behaviour
+  int64_t leaves = 0, max_leaf_rank = -1;
 };
+
+uint64_t array_bytes(const pb::ShapeProto& shape) {
+  return (static_cast<uint64_t>(wrapping_product(shape.dimensions())) * element_bits(shape.element_type()) + 7) / 8;
+}
 
 // Sizes of a shape's array leaves; a tuple is walked recursively.
 void add_leaves(const pb::ShapeProto& shape, ShapeStats& s) {
@@ -45,7 +50,7 @@ void add_leaves(const pb::ShapeProto& shape, ShapeStats& s) {
     }
     ++s.leaves;
     s.max_leaf_rank = std::max<int64_t>(s.max_leaf_rank, member.dimensions_size());
-    s.bytes += (wrapping_product(member.dimensions()) * element_bits(member.element_type()) + 7) / 8;
+    s.bytes += array_bytes(member);
   }
 }
 
@@ -54,7 +59,7 @@ ShapeStats shape_stats(const pb::ShapeProto& shape) {
   if (shape.element_type() == kTupleType || shape.tuple_shapes_size() > 0) {
     add_leaves(shape, s);
   } else {
-    s.bytes = (wrapping_product(shape.dimensions()) * element_bits(shape.element_type()) + 7) / 8;
+    s.bytes = array_bytes(shape);
   }
   return s;
 }
@@ -130,7 +135,7 @@ void operand_columns(RowWriter& w, const pb::HloInstructionProto* a, const pb::H
 void shape_columns(RowWriter& w, const pb::ShapeProto& shape) {  // 13..21
   ShapeStats s = shape_stats(shape);
   w.put(shape.dimensions_size());
-  w.put(s.bytes);
+  w.put(static_cast<int64_t>(s.bytes));
   w.put(s.leaves);
   w.put(s.max_leaf_rank);
   w.put(std::count(shape.is_dynamic_dimension().begin(), shape.is_dynamic_dimension().end(), true));
@@ -148,9 +153,9 @@ void operation_columns(RowWriter& w, const pb::HloInstructionProto& inst) {  // 
   w.put(dot.lhs_contracting_dimensions().empty() ? -1 : dot.lhs_contracting_dimensions(0));
   w.put(dot.rhs_contracting_dimensions().empty() ? -1 : dot.rhs_contracting_dimensions(0));
   w.put(dot.lhs_batch_dimensions_size());
-  int64_t interior = 0;
-  for (const auto& d : inst.padding_config().dimensions()) interior += d.interior_padding();
-  w.put(interior);
+  uint64_t interior = 0;  // wraps like the main block's sums
+  for (const auto& d : inst.padding_config().dimensions()) interior += static_cast<uint64_t>(d.interior_padding());
+  w.put(static_cast<int64_t>(interior));
   one_hot(w, kDirections, inst.comparison_direction());
   const auto& precision = inst.precision_config().operand_precision();
   w.put(precision.empty() ? 0 : *std::max_element(precision.begin(), precision.end()));

@@ -4,7 +4,9 @@
 # wire decoder): the same files, keys, dtypes, shapes and values, exactly; every output
 # passes tpuperf-inspect --validate; re-encodings that protobuf must read alike (unpacked
 # repeated fields, split sub-messages, unknown and mistyped fields) give the same files;
-# the naming options and the clash of two inputs' names behave as documented.
+# --extra-features adds node_feat_extra equal to tests/featurize/reference_extra_features.py's
+# and leaves the release keys alone; the naming options and the clash of two inputs' names
+# behave as documented.
 # Usage: test_featurize.sh BIN_DIR SRC_DIR
 set -euo pipefail
 BIN=$1
@@ -62,6 +64,19 @@ for mode in unpacked split unknown; do
   diff -r "$work/cpp/npz" "$work/out_$mode/npz" || fail "$mode: the npz files differ"
   echo "$mode: byte-identical npz files"
 done
+
+step "--extra-features: node_feat_extra as the numpy reference computes it, the release keys unchanged"
+"$BIN/tpuperf-featurize" --out "$work/extra" --extra-features "$REAL"/*.pb 2> "$work/extra.log" \
+  || { cat "$work/extra.log"; fail "--extra-features: exit $?"; }
+$PY "$SRC/tests/featurize/reference_extra_features.py" --out "$work/ref_extra" "$REAL"/*.pb > /dev/null
+$COMPARE "$work/extra" "$work/ref_extra" --only-keys-of
+$COMPARE "$work/extra" "$work/cpp" --only-keys-of
+$PY - "$work/extra/npz/tile/xla/train/op_tuning_data_579e7b2c540f0929.npz" <<'PY'
+import sys, numpy as np
+z = np.load(sys.argv[1])
+assert z["node_feat_extra"].dtype == np.float32 and z["node_feat_extra"].shape == (20, 56), z["node_feat_extra"].shape
+PY
+"$BIN/tpuperf-inspect" --validate "$work/extra/npz/layout/xla/random/train/module_tuning_data_layout.npz" > /dev/null
 
 step "split, source, search and prefix choose the paths"
 "$BIN/tpuperf-featurize" --out "$work/named" --split valid --source nlp --search default --prefix resnet \

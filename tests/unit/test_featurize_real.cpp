@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/graph.h"
+#include "pipeline/featurize/extra_features.h"
 #include "pipeline/featurize/layout_records.h"
 #include "pipeline/featurize/opcodes.h"
 #include "pipeline/featurize/record_scan.h"
@@ -213,6 +214,48 @@ TEST_F(RealTile, FusionKernelsHoldTheirFusedComputation) {
   auto ops = opcode_counts(g.node_opcode);
   EXPECT_EQ(ops[opcode_id("fusion")], 1);
   for (int64_t e = 0; e < g.num_edges(); ++e) EXPECT_GT(g.edge_index[2 * e], g.edge_index[2 * e + 1]);
+}
+
+// --extra-features on the real records: column sums that count what §10 of the spec
+// counted in the records (fusion kinds, get-tuple-elements, custom-call targets, ...).
+TEST(RealExtraFeatures, CountWhatTheRecordsHold) {
+  auto tile_data = real_file("op_tuning_data.pb");
+  TileResult tile = featurize_tuning_data(tile_data.data(), scan_top_level(tile_data.data(), tile_data.size()),
+                                          "op_tuning_data", true);
+  std::vector<double> sums(kExtraNodeFeatDim, 0);
+  for (const auto& k : tile.kernels) {
+    ASSERT_EQ(k.extra.node_feat_extra.size(), static_cast<size_t>(k.graph.num_nodes) * kExtraNodeFeatDim);
+    for (size_t i = 0; i < k.extra.node_feat_extra.size(); ++i) sums[i % kExtraNodeFeatDim] += k.extra.node_feat_extra[i];
+  }
+  EXPECT_EQ(sums[0], 14);  // kLoop fusions
+  EXPECT_EQ(sums[1], 0);   // kInput
+  EXPECT_EQ(sums[2], 4);   // kOutput
+  auto layout_data = real_file("module_tuning_data_layout.pb");
+  LayoutResult layout = featurize_module_tuning_data(
+      layout_data.data(), layout_data.size(), scan_top_level(layout_data.data(), layout_data.size()),
+      "module_tuning_data_layout", true);
+  ASSERT_TRUE(layout.module.has_value());
+  const std::vector<float>& x = layout.module->extra.node_feat_extra;
+  ASSERT_EQ(x.size(), 3163u * kExtraNodeFeatDim);
+  auto count = [&](int col, auto pred) {
+    int n = 0;
+    for (int64_t i = 0; i < 3163; ++i) n += pred(x[i * kExtraNodeFeatDim + col]);
+    return n;
+  };
+  EXPECT_EQ(count(4, [](float v) { return v >= 0; }), 253);  // get-tuple-element indices
+  EXPECT_EQ(count(11, [](float v) { return v == 1; }), 2661);  // the entry computation's nodes
+  EXPECT_EQ(count(54, [](float v) { return v == 1; }), 6);     // X64SplitLow/High, X64Combine
+  EXPECT_EQ(count(55, [](float v) { return v > 0; }), 67);     // all-reduces with replica groups
+  int compares = 0;
+  for (int col = 46; col < 52; ++col) compares += count(col, [](float v) { return v == 1; });
+  EXPECT_EQ(compares, 71);  // one direction per compare
+  EXPECT_EQ(count(18, [](float v) { return v > 0; }), 239);  // shapes with a TPU tiling
+  // The release arrays do not change with the extra block.
+  LayoutResult plain = featurize_module_tuning_data(
+      layout_data.data(), layout_data.size(), scan_top_level(layout_data.data(), layout_data.size()),
+      "module_tuning_data_layout", false);
+  EXPECT_EQ(plain.module->graph.node_feat, layout.module->graph.node_feat);
+  EXPECT_TRUE(plain.module->extra.node_feat_extra.empty());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "pipeline/featurize/extra_features.h"
 #include "pipeline/featurize/hlo_graph.h"
 #include "pipeline/featurize/layout_records.h"
 #include "pipeline/featurize/node_features.h"
@@ -390,6 +391,94 @@ TEST(FeaturizeLayout, WholeModuleRejections) {
   r = featurize_layout(m);
   EXPECT_FALSE(r.module.has_value());
   EXPECT_THAT(records_of(r.rejected), ::testing::Contains(HasSubstr("appears twice")));
+}
+
+// ---- --extra-features ----
+
+TEST(FeaturizeExtra, ColumnsOnAHandBuiltModule) {
+  // inner (id 1): x (10, ROOT); middle (id 2): call (20, ROOT) calling inner, p (21);
+  // entry (id 3): a (30), b (31), fusion (32) calling middle, dot (33, ROOT).
+  pb::HloModuleProto m;
+  m.set_entry_computation_id(3);
+  auto* inner = m.add_computations();
+  inner->set_id(1);
+  inner->set_root_id(10);
+  inner->set_is_fusion_computation(true);
+  add_inst(inner, 10, "constant");
+  auto* middle = m.add_computations();
+  middle->set_id(2);
+  middle->set_root_id(20);
+  add_inst(middle, 20, "call")->add_called_computation_ids(1);
+  add_inst(middle, 21, "parameter");
+  auto* entry = m.add_computations();
+  entry->set_id(3);
+  entry->set_root_id(33);
+  auto* a = add_inst(entry, 30, "parameter");
+  a->mutable_shape()->set_element_type(16);  // BF16, 2 bytes
+  for (int64_t d : {8, 128}) a->mutable_shape()->add_dimensions(d);
+  for (int64_t d : {0, 1}) a->mutable_shape()->mutable_layout()->add_minor_to_major(d);
+  a->mutable_shape()->mutable_layout()->set_memory_space(1);
+  auto* tile = a->mutable_shape()->mutable_layout()->add_tiles();
+  for (int64_t d : {8, 128}) tile->add_dimensions(d);
+  a->mutable_shape()->add_is_dynamic_dimension(true);
+  a->mutable_shape()->add_is_dynamic_dimension(false);
+  auto* b = add_inst(entry, 31, "parameter");
+  b->mutable_shape()->set_element_type(13);  // a tuple of (f32[3], (s8[5, 7]))
+  auto* t0 = b->mutable_shape()->add_tuple_shapes();
+  t0->set_element_type(11);
+  t0->add_dimensions(3);
+  auto* t1 = b->mutable_shape()->add_tuple_shapes()->add_tuple_shapes();
+  t1->set_element_type(2);
+  t1->add_dimensions(5);
+  t1->add_dimensions(7);
+  auto* fusion = add_inst(entry, 32, "fusion", {30, 30, 31});
+  fusion->add_called_computation_ids(2);
+  fusion->set_fusion_kind("kOutput");
+  fusion->add_control_predecessor_ids(31);
+  auto* dot = add_inst(entry, 33, "dot", {31, 30});
+  dot->mutable_dot_dimension_numbers()->add_lhs_contracting_dimensions(1);
+  dot->mutable_dot_dimension_numbers()->add_lhs_batch_dimensions(0);
+  dot->mutable_precision_config()->add_operand_precision(0);
+  dot->mutable_precision_config()->add_operand_precision(2);
+
+  std::vector<float> x = extra_node_features(m);
+  ASSERT_EQ(x.size(), 7u * kExtraNodeFeatDim);
+  auto at = [&](int node, int col) { return x[node * kExtraNodeFeatDim + col]; };
+  // Node order: x 0, call 1, p 2, a 3, b 4, fusion 5, dot 6.
+  EXPECT_EQ(at(5, 2), 1);                               // kOutput
+  EXPECT_EQ(at(5, 5), 3);                               // operands with the repeat
+  EXPECT_EQ(at(5, 6), 2);                               // distinct
+  EXPECT_EQ(at(3, 7), 2);                               // a: used by the fusion and the dot
+  EXPECT_EQ(at(5, 9), 2);                               // middle holds 2 instructions
+  EXPECT_EQ(at(5, 10), 3);                              // middle and, through it, inner
+  EXPECT_EQ(at(1, 10), 1);
+  EXPECT_EQ(at(5, 11), 1);                              // in the entry computation
+  EXPECT_EQ(at(1, 11), 0);
+  EXPECT_EQ(at(0, 12), 1);                              // inner is a fusion computation
+  EXPECT_EQ(at(3, 13), 2);                              // rank
+  EXPECT_EQ(at(3, 14), 8 * 128 * 2);                    // bytes of bf16[8, 128]
+  EXPECT_EQ(at(4, 14), 3 * 4 + 35);                     // tuple: f32[3] and s8[5, 7]
+  EXPECT_EQ(at(4, 15), 2);                              // leaves
+  EXPECT_EQ(at(4, 16), 2);                              // the largest leaf rank
+  EXPECT_EQ(at(3, 16), -1);                             // not a tuple
+  EXPECT_EQ(at(3, 17), 1);                              // one dynamic dimension
+  EXPECT_EQ(at(3, 18), 1);                              // one tile
+  EXPECT_EQ(at(3, 19), 8);
+  EXPECT_EQ(at(3, 20), 128);
+  EXPECT_EQ(at(3, 21), 1);                              // memory space
+  EXPECT_EQ(std::vector<float>(x.begin() + 6 * kExtraNodeFeatDim + 22, x.begin() + 6 * kExtraNodeFeatDim + 34),
+            (std::vector<float>{-1, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, -1}));  // operands b, a
+  EXPECT_EQ(at(6, 34), 1);                              // b: a tuple has no dimensions
+  EXPECT_EQ(at(6, 35), 1024);
+  EXPECT_EQ(at(6, 36), 13);
+  EXPECT_EQ(at(6, 37), 16);
+  EXPECT_EQ(at(3, 34), -1);                             // a parameter has no operand 0
+  EXPECT_EQ(at(6, 42), 1);                              // lhs contracting dimension
+  EXPECT_EQ(at(6, 43), -1);                             // no rhs one
+  EXPECT_EQ(at(6, 44), 1);                              // one batch dimension
+  EXPECT_EQ(at(6, 52), 2);                              // HIGHEST
+  EXPECT_EQ(at(5, 53), 1);                              // one control predecessor
+  EXPECT_EQ(at(6, 4), -1);                              // not a get-tuple-element
 }
 
 }  // namespace
