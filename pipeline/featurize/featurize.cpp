@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,7 @@
 #include "pipeline/featurize/layout_records.h"
 #include "pipeline/featurize/release_npz.h"
 #include "pipeline/featurize/tile_records.h"
+#include "pipeline/featurize/write_queue.h"
 
 namespace tpuperf::featurize {
 
@@ -50,7 +52,7 @@ std::vector<uint8_t> read_record_file(const std::string& path) {
 
 class Run {
  public:
-  explicit Run(const FeaturizeOptions& o) : o_(o) {}
+  explicit Run(const FeaturizeOptions& o) : o_(o), writes_(o.threads) {}
 
   // Returns the bytes read (0 when the file could not be read).
   int64_t file(const std::string& path) {
@@ -75,7 +77,11 @@ class Run {
     return static_cast<int64_t>(data.size());
   }
 
-  FeaturizeSummary summary() { return std::move(s_); }
+  // Waits for the outputs still being written; rethrows a write error.
+  FeaturizeSummary finish() {
+    writes_.finish();
+    return std::move(s_);
+  }
 
  private:
   void reject(const std::string& file, const std::string& record, const std::string& reason) {
@@ -109,21 +115,22 @@ class Run {
     return fmt::format("{}/npz/layout/{}/{}/{}", o_.out_dir, o_.source, o_.search, o_.split);
   }
 
-  void tile(const std::string& file, const TileResult& r) {
+  void tile(const std::string& file, TileResult r) {
     size_t before = s_.rejected.size();
     count(r.counts);
     rejections(file, r.rejected);
     std::string dir = directory(RecordKind::Tile);
     int written = 0;
     int64_t configs = 0;
-    for (const FeaturizedTile& k : r.kernels) {
+    for (FeaturizedTile& k : r.kernels) {
       std::string path = dir + "/" + k.graph.name + ".npz";
       if (!claim(file, k.record, path)) continue;
       make_dirs(dir);
-      write_tile_npz(path, k);
       wrote(path, k.graph.num_configs());
       ++written;
       configs += k.graph.num_configs();
+      auto kernel = std::make_shared<FeaturizedTile>(std::move(k));
+      writes_.submit([path, kernel] { write_tile_npz(path, *kernel); });
     }
     spdlog::info("{}: tile, {} kernels, {} runs ({} with an error): {} written with {} configs, {} "
                  "rejections",
@@ -131,7 +138,7 @@ class Run {
                  s_.rejected.size() - before);
   }
 
-  void layout(const std::string& file, const LayoutResult& r) {
+  void layout(const std::string& file, LayoutResult r) {
     size_t before = s_.rejected.size();
     count(r.counts);
     rejections(file, r.rejected);
@@ -141,9 +148,10 @@ class Run {
       std::string path = dir + "/" + r.module->graph.name + ".npz";
       if (claim(file, r.module->record, path)) {
         make_dirs(dir);
-        write_layout_npz(path, *r.module);
         configs = r.module->graph.num_configs();
         wrote(path, configs);
+        auto module = std::make_shared<FeaturizedLayout>(std::move(*r.module));
+        writes_.submit([path, module] { write_layout_npz(path, *module); });
       }
     }
     spdlog::info("{}: layout, {} runs ({} with an error): {} configs written, {} rejections", file,
@@ -158,6 +166,7 @@ class Run {
   const FeaturizeOptions& o_;
   FeaturizeSummary s_;
   std::map<std::string, std::string> claimed_;  // output path -> the record that wrote it
+  WriteQueue writes_;
 };
 
 int64_t total_size(const std::vector<std::string>& files) {
@@ -176,6 +185,7 @@ void check_options(const FeaturizeOptions& o) {
   check_choice("split", o.split, {"train", "valid", "test"});
   check_choice("source", o.source, {"xla", "nlp"});
   check_choice("search", o.search, {"random", "default"});
+  if (o.threads < 1) throw Error("--threads must be at least 1");
   if (o.prefix.find('/') != std::string::npos)
     throw Error("--prefix " + o.prefix + " holds a '/': it is part of a file name");
 }
@@ -194,8 +204,9 @@ FeaturizeSummary featurize_files(const std::vector<std::string>& files, const Fe
   Run run(o);
   Progress progress("featurize", static_cast<int64_t>(files.size()), total_size(files));
   for (const auto& path : files) progress.tick(run.file(path));
+  FeaturizeSummary summary = run.finish();
   progress.finish();
-  return run.summary();
+  return summary;
 }
 
 }  // namespace tpuperf::featurize

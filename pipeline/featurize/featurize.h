@@ -24,6 +24,7 @@ struct FeaturizeOptions {
   std::string prefix;              // empty: each input's file stem
   std::optional<RecordKind> kind;  // empty: told from each record
   bool extra_features = false;     // also write node_feat_extra
+  int threads = 2;                 // threads writing (deflating, fsyncing) the outputs
 };
 
 // Throws Error naming the option when a value is not allowed.
@@ -39,7 +40,7 @@ struct FeaturizeSummary {
   int records = 0;     // kernels of tile files plus modules of layout files
   int runs = 0;
   int error_runs = 0;  // runs with their error set: dropped as upstream does
-  std::vector<std::string> written;  // output paths, in order
+  std::vector<std::string> written;  // output paths, in input order
   int64_t configs_written = 0;
   std::vector<FileRejection> rejected;
 };

@@ -2,7 +2,10 @@
 // that tpuperf-preprocess reads. See pipeline/featurize/README.md.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <thread>
 
 #include "common/cli.h"
 #include "common/error.h"
@@ -58,6 +61,22 @@ std::optional<RecordKind> parse_kind(const std::string& kind) {
   throw Error("--kind " + kind + " is not one of auto, tile, layout");
 }
 
+int parse_count(const std::string& option, const std::string& value) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || v < 1)
+    throw Error("--" + option + " expects a positive integer, got '" + value + "'");
+  return v;
+}
+
+// Writing waits on the disk more than on a core: two writers overlap even on one core.
+int default_threads() { return std::max(2, static_cast<int>(std::thread::hardware_concurrency())); }
+
 void write_rejected(const std::string& path, const FeaturizeSummary& s) {
   std::string text = "# file\trecord\treason\n";
   for (const auto& r : s.rejected) text += r.file + "\t" + r.record + "\t" + r.reason + "\n";
@@ -75,6 +94,9 @@ int featurize_main(int argc, char** argv) {
       .option("kind", "KIND", "auto (default), tile or layout: what every input holds")
       .flag("extra-features", "also write node_feat_extra (nodes x 56 float32)")
       .option("rejected", "FILE", "also write the rejections there: file, record, reason (TSV)")
+      .option("threads", "N",
+              "threads writing the npz files (deflate, fsync) beside the one featurizing; "
+              "default: the cores, at least 2")
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(kEpilog);
   cli.parse(argc, argv);
@@ -87,6 +109,7 @@ int featurize_main(int argc, char** argv) {
   o.prefix = cli.get("prefix");
   o.kind = parse_kind(cli.get("kind"));
   o.extra_features = cli.has("extra-features");
+  o.threads = cli.has("threads") ? parse_count("threads", cli.get("threads")) : default_threads();
   check_options(o);
   FeaturizeSummary s = featurize_files(cli.args(), o);
   if (cli.has("rejected")) write_rejected(cli.get("rejected"), s);

@@ -100,6 +100,25 @@ grep -q "rejected $work/again/module_tuning_data_layout.pb: module main__.10904:
 cmp "$work/clash/npz/layout/xla/random/train/module_tuning_data_layout.npz" \
   "$work/cpp/npz/layout/xla/random/train/module_tuning_data_layout.npz"
 
+step "an output that cannot be written stops the run: exit 2, naming the file"
+# Files of at most 16 kB (SIGXFSZ ignored, so writes fail with EFBIG): the layout file and
+# the larger tile files cannot be written, on whichever writer thread they are.
+set +e
+bash -c 'trap "" XFSZ; ulimit -f 16; exec "$@"' sh "$BIN/tpuperf-featurize" --out "$work/full" "$REAL"/*.pb \
+  2> "$work/full.log"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { cat "$work/full.log"; fail "write failure: exit $rc, expected 2"; }
+grep -Eq "tpuperf-featurize: error: $work/full/npz/.*\.npz: write failed: File too large" "$work/full.log" \
+  || { cat "$work/full.log"; fail "the write failure does not name the file and the reason"; }
+[ -z "$(find "$work/full" -name '*.tmp')" ] || fail "temporary files left behind"
+touch "$work/a_file"
+set +e
+"$BIN/tpuperf-featurize" --out "$work/a_file" "$REAL/op_tuning_data.pb" 2> "$work/notdir.log"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "cannot create directory" "$work/notdir.log" || { cat "$work/notdir.log"; fail "--out a file: exit $rc"; }
+
 step "usage errors exit 2"
 for args in "--split dev" "--source tpu" "--prefix a/b" "--kind both"; do
   set +e
