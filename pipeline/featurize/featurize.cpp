@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -191,12 +192,8 @@ void check_options(const FeaturizeOptions& o) {
 }
 
 std::string record_stem(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  const std::string ext = ".pb";
-  if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0)
-    name.resize(name.size() - ext.size());
-  return name;
+  std::filesystem::path p(path);
+  return (p.extension() == ".pb" ? p.stem() : p.filename()).string();  // names hold dots: only .pb goes
 }
 
 FeaturizeSummary featurize_files(const std::vector<std::string>& files, const FeaturizeOptions& o) {

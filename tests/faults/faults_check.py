@@ -177,6 +177,15 @@ def check_run(cases, run, ref_digest):
     return problems, got
 
 
+def write_table(out_md, header, rows, failed, what):
+    """The markdown table of a bad-input or bad-record check; returns the exit code."""
+    with open(out_md, "w") as f:
+        f.write(f"| {header} |\n|" + "---|" * (header.count("|") + 1) + "\n")
+        f.write("\n".join(rows) + "\n")
+    print(f"{len(rows) - failed} of {len(rows)} {what} runs passed")
+    return 1 if failed else 0
+
+
 def cmd_bad_inputs(argv):
     cases_tsv, runs_tsv, ref, out_md = argv
     cases = {r[0]: (r[1], r[2], r[3], r[4]) for r in read_tsv(cases_tsv)}
@@ -197,12 +206,8 @@ def cmd_bad_inputs(argv):
         rows.append(f"| {what} | {ranks} | {rc} | {secs} | {int(rss) // 1024} | {said} | {outcome} |")
         if problems:
             print(f"FAIL {names} ({ranks} ranks): " + "; ".join(problems))
-    with open(out_md, "w") as f:
-        f.write("| case | ranks | exit | s | peak RSS MB | rejection (key: reason) | outcome |\n")
-        f.write("|---|---|---|---|---|---|---|\n")
-        f.write("\n".join(rows) + "\n")
-    print(f"{len(rows) - failed} of {len(rows)} bad-input runs passed")
-    return 1 if failed else 0
+    return write_table(out_md, "case | ranks | exit | s | peak RSS MB | rejection (key: reason) | outcome",
+                       rows, failed, "bad-input")
 
 
 def npz_outputs(d):
@@ -325,12 +330,8 @@ def cmd_bad_records(argv):
         lines.append(f"| {what} | {rc} | {secs} | {int(rss) // 1024} | {said} | {kept} | {outcome} |")
         if problems:
             print(f"FAIL {name}: " + "; ".join(problems))
-    with open(out_md, "w") as f:
-        f.write("| case | exit | s | peak RSS MB | rejections (record: reason) | outputs kept | outcome |\n")
-        f.write("|---|---|---|---|---|---|---|\n")
-        f.write("\n".join(lines) + "\n")
-    print(f"{len(lines) - failed} of {len(lines)} bad-record runs passed")
-    return 1 if failed else 0
+    return write_table(out_md, "case | exit | s | peak RSS MB | rejections (record: reason) | outputs kept | outcome",
+                       lines, failed, "bad-record")
 
 
 def cmd_metrics(argv):
