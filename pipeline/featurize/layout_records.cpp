@@ -1,5 +1,7 @@
 #include "pipeline/featurize/layout_records.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -85,6 +87,9 @@ class LayoutFeaturizer {
 
   LayoutResult run(const uint8_t* data, size_t size, const TopLevel& top) {
     if (top.damaged) return reject(module_label(data, top), "truncated or garbled record: " + top.damage);
+    if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return reject(module_label(data, top),
+                    fmt::format("{} bytes: protobuf parses messages of at most 2 GiB", size));
     pb::ModuleTuningData m;
     if (!m.ParseFromArray(data, static_cast<int>(size)))
       return reject(module_label(data, top),

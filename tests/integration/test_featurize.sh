@@ -27,7 +27,7 @@ grep -q "exit codes: 0 ok, 2 error" "$work/help.txt" || fail "--help does not gi
 
 step "featurize both real files"
 "$BIN/tpuperf-featurize" --out "$work/cpp" --rejected "$work/rejected.tsv" "$REAL"/*.pb 2> "$work/cpp.log" \
-  || { cat "$work/cpp.log"; fail "tpuperf-featurize exited with $?"; }
+  || { rc=$?; cat "$work/cpp.log"; fail "tpuperf-featurize exited with $rc"; }
 cat "$work/cpp.log"
 [ "$(find "$work/cpp/npz/tile/xla/train" -name '*.npz' | wc -l)" -eq 15 ] || fail "expected 15 tile files"
 [ -f "$work/cpp/npz/layout/xla/random/train/module_tuning_data_layout.npz" ] || fail "no layout file"
@@ -60,14 +60,14 @@ for mode in unpacked split unknown; do
     $PY "$SRC/tests/featurize/reencode_records.py" "$mode" "$REAL/$f.pb" "$work/$mode/$f.pb"
   done
   "$BIN/tpuperf-featurize" --out "$work/out_$mode" "$work/$mode"/*.pb 2> "$work/$mode.log" \
-    || { cat "$work/$mode.log"; fail "$mode: exit $?"; }
+    || { rc=$?; cat "$work/$mode.log"; fail "$mode: exit $rc"; }
   diff -r "$work/cpp/npz" "$work/out_$mode/npz" || fail "$mode: the npz files differ"
   echo "$mode: byte-identical npz files"
 done
 
 step "--extra-features: node_feat_extra as the numpy reference computes it, the release keys unchanged"
 "$BIN/tpuperf-featurize" --out "$work/extra" --extra-features "$REAL"/*.pb 2> "$work/extra.log" \
-  || { cat "$work/extra.log"; fail "--extra-features: exit $?"; }
+  || { rc=$?; cat "$work/extra.log"; fail "--extra-features: exit $rc"; }
 $PY "$SRC/tests/featurize/reference_extra_features.py" --out "$work/ref_extra" "$REAL"/*.pb > /dev/null
 $COMPARE "$work/extra" "$work/ref_extra" --only-keys-of
 $COMPARE "$work/extra" "$work/cpp" --only-keys-of
@@ -80,7 +80,7 @@ PY
 
 step "split, source, search and prefix choose the paths"
 "$BIN/tpuperf-featurize" --out "$work/named" --split valid --source nlp --search default --prefix resnet \
-  "$REAL"/*.pb 2> "$work/named.log" || { cat "$work/named.log"; fail "named run: exit $?"; }
+  "$REAL"/*.pb 2> "$work/named.log" || { rc=$?; cat "$work/named.log"; fail "named run: exit $rc"; }
 [ -f "$work/named/npz/layout/nlp/default/valid/resnet.npz" ] || fail "layout path"
 [ -f "$work/named/npz/tile/xla/valid/resnet_579e7b2c540f0929.npz" ] || fail "tile path"
 cmp "$work/named/npz/tile/xla/valid/resnet_579e7b2c540f0929.npz" \
