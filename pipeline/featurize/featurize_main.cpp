@@ -28,9 +28,9 @@ const char* kSummary =
     "      OUT/npz/layout/SOURCE/SEARCH/SPLIT/PREFIX.npz\n"
     "PREFIX is --prefix or the input's file name without .pb; HEX is the kernel's\n"
     "fingerprint read as a signed 64-bit number in hex, '-' for negative values, as in the\n"
-    "release's names (alexnet_train_batch_32_-1bae27a41d70f4dc). Which message a file holds\n"
-    "is told from its fields (--kind overrides). Then: tpuperf-preprocess with\n"
-    "data.raw_dir: OUT/npz.";
+    "release's names (alexnet_train_batch_32_-1bae27a41d70f4dc; the rule is inferred from\n"
+    "the release, see pipeline/featurize/README.md). Which message a file holds is told\n"
+    "from its fields (--kind overrides). Then: tpuperf-preprocess with data.raw_dir: OUT/npz.";
 
 const char* kEpilog =
     "kept as by the release's featurizer:\n"
@@ -95,8 +95,8 @@ int featurize_main(int argc, char** argv) {
       .flag("extra-features", "also write node_feat_extra (nodes x 56 float32)")
       .option("rejected", "FILE", "also write the rejections there: file, record, reason (TSV)")
       .option("threads", "N",
-              "threads writing the npz files (deflate, fsync) beside the one featurizing; "
-              "default: the cores, at least 2")
+              "threads writing the npz files (deflate, fsync) beside the one featurizing;\n"
+              "      default: the cores, at least 2")
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(kEpilog);
   cli.parse(argc, argv);
