@@ -51,20 +51,12 @@ $CHECK bad-records "$work/cases.json" "$work/runs.tsv" "$work/good_out" "$work/s
 rc=$?
 set -e
 
-{
-  echo "## Bad tuning records through tpuperf-featurize (test_bad_records.sh)"
-  echo
-  echo "$(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) cores, ${SECONDS} s in all. Each case is one real"
-  echo "record (tests/data/real) edited at the protobuf wire level, featurized beside the good record"
-  echo "of the other kind; then all cases at once. A run passes when it exits with 3, rejects exactly"
-  echo "what the case expects (file, record and reason in --rejected and the log) and writes every"
-  echo "other output equal to the good run's ('outputs kept' counts them; a rejected run's file must"
-  echo "equal the good one without that config)."
-  echo
-  cat "$work/table.md"
-  echo
-  [ "$rc" -eq 0 ] && echo "Outcome: PASS" || echo "Outcome: FAIL"
-} > "$work/section.md"
-write_section bad_records "$work/section.md"
-[ "$rc" -eq 0 ] || fail "bad-record checks failed (see above)"
+table_section bad_records "Bad tuning records through tpuperf-featurize (test_bad_records.sh)" "$rc" <<TEXT
+$(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) cores, ${SECONDS} s in all. Each case is one real
+record (tests/data/real) edited at the protobuf wire level, featurized beside the good record
+of the other kind; then all cases at once. A run passes when it exits with 3, rejects exactly
+what the case expects (file, record and reason in --rejected and the log) and writes every
+other output equal to the good run's ('outputs kept' counts them; a rejected run's file must
+equal the good one without that config).
+TEXT
 echo "PASS test_bad_records (${SECONDS} s)"
