@@ -420,6 +420,7 @@ NpyArray NpzReader::read(const std::string& key) {
     a.data.resize(static_cast<size_t>(h.nbytes()));
     s.read(a.data.data(), a.data.size());
     s.finish();
+    to_native_layout(h, a.data);
     return a;
   });
 }
@@ -433,11 +434,23 @@ NpyHeader NpzReader::read_chunks(const std::string& key, const HeaderSink& on_he
     MemberStream s(*this, m, start);
     NpyHeader h = open_member(m, s);
     if (on_header) on_header(h);
+    if (h.needs_transpose()) {
+      // Elements of one C-order chunk lie all over a Fortran-order member: read it whole
+      // (CRC checked), reorder, then hand it out in the usual chunks.
+      std::vector<uint8_t> all(static_cast<size_t>(h.nbytes()));
+      s.read(all.data(), all.size());
+      s.finish();
+      to_native_layout(h, all);
+      for (size_t at = 0; at < all.size(); at += kChunk) on_chunk(all.data() + at, std::min(kChunk, all.size() - at));
+      return h;
+    }
     uint64_t left = h.nbytes();
     std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(left, kChunk)));
+    const size_t elem = dtype_size(h.dtype);
     while (left > 0) {
       size_t step = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
       s.read(buf.data(), step);
+      if (h.big_endian) swap_element_bytes(buf.data(), step, elem);  // chunks hold whole elements
       on_chunk(buf.data(), step);
       left -= step;
     }

@@ -53,7 +53,7 @@ NpzSummary summarize_npz(const std::string& path, bool validate) {
   s.file_size = npz.file_size();
   for (const auto& key : npz.keys()) {
     NpyHeader h = npz.header(key);
-    s.keys.push_back({key, dtype_descr(h.dtype), h.shape});
+    s.keys.push_back({key, h.descr(), h.shape});  // as numpy names it, byte order included
   }
   fill_graph_summary(npz, s);
   if (validate && !s.graph.kind.empty()) {

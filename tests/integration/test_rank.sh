@@ -5,6 +5,7 @@
 #   submission.csv row for row (tile's top 5, layout's full permutations);
 # - text and JSON output; --top; identical configs share one score;
 # - inputs outside a release tree: the collection from the file's kind, or --collection;
+# - the real TPU v3 records of tests/data/real, featurized, rank in their tree's collections;
 # - errors name the input and the reason (exit 3, the other inputs still ranked); a run
 #   directory that lacks something says what (exit 2);
 # - cmake --install to a prefix; the example project finds it with find_package(tpuperf),
@@ -99,6 +100,23 @@ grep -q "mine.npz: a layout file outside a release tree: pass --collection (the 
 expect_rc 0 "$work/mine.txt" rank --collection layout:nlp:random "$work/mine.npz"
 expect_rc 0 "$work/tree.txt" rank "$layout"
 diff <(tail -n +2 "$work/mine.txt") <(tail -n +2 "$work/tree.txt") || fail "--collection ranks differently"
+
+step "featurized real TPU records (tests/data/real) rank like any release file"
+"$BIN/tpuperf-featurize" --out "$work/real" --split test "$SRC/tests/data/real/op_tuning_data.pb" \
+  "$SRC/tests/data/real/module_tuning_data_layout.pb" > "$work/featurize.log" 2>&1 \
+  || { tail "$work/featurize.log"; fail "featurize the real records"; }
+mapfile -t real < <(find "$work/real/npz" -name '*.npz' | sort)
+[ "${#real[@]}" -ge 2 ] || fail "the real records featurized to ${#real[@]} files"
+expect_rc 0 "$work/real.json" rank --json "${real[@]}"
+$PY - "$work/real.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+kinds = sorted({r["collection"].split(":")[0] for r in doc["results"]})
+assert kinds == ["layout", "tile"], kinds
+for r in doc["results"]:
+    assert sorted(r["order"]) == list(range(r["configs"])), r["input"]
+print(len(doc["results"]), "real files ranked:", ", ".join(f'{r["collection"]} {r["configs"]} configs' for r in doc["results"][:3]), "...")
+PY
 
 step "bad inputs are named, the others still ranked (exit 3); a bad run directory (exit 2)"
 printf 'not a zip' > "$work/broken.npz"
