@@ -1,5 +1,8 @@
 #include "common/collection.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "common/error.h"
 
 namespace tpuperf {
@@ -21,6 +24,27 @@ std::vector<Collection> Collection::all() {
           {Kind::Layout, "xla", "default"},
           {Kind::Layout, "nlp", "random"},
           {Kind::Layout, "nlp", "default"}};
+}
+
+std::optional<TreePlace> place_in_tree(const std::string& file) {
+  const std::filesystem::path split_dir = std::filesystem::path(file).parent_path();
+  const std::string split = split_dir.filename().string();
+  if (std::find(kSplits.begin(), kSplits.end(), split) == kSplits.end()) return std::nullopt;
+  // Walks up from the split directory: <kind>/<source>[/<search>]/<split>.
+  const std::filesystem::path up1 = split_dir.parent_path(), up2 = up1.parent_path(), up3 = up2.parent_path();
+  for (const Collection& c : Collection::all()) {
+    const bool tile = c.kind == Kind::Tile && up2.filename() == "tile" && up1.filename() == c.source;
+    const bool layout = c.kind == Kind::Layout && up3.filename() == "layout" && up2.filename() == c.source &&
+                        up1.filename() == c.search;
+    if (tile || layout) return TreePlace{c, split};
+  }
+  return std::nullopt;
+}
+
+std::string collection_dir(const std::string& collection) {
+  std::string d = collection;
+  std::replace(d.begin(), d.end(), ':', '_');
+  return d;
 }
 
 Collection Collection::parse(const std::string& id) {

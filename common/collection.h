@@ -3,6 +3,7 @@
 //   layout:<src>:<search> -> <raw>/layout/<src>/<search>/<split>/
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,19 @@ struct Collection {
   static Collection parse(const std::string& id);
   static std::vector<Collection> all();
 };
+
+// Where a file sits in a release-style tree: ".../tile/xla/test/x.npz" is tile:xla's test
+// split, ".../layout/nlp/random/valid/x.npz" layout:nlp:random's valid split (the inverse
+// of split_dir). nullopt when the file's directories do not name a collection and split.
+struct TreePlace {
+  Collection collection;
+  std::string split;
+};
+std::optional<TreePlace> place_in_tree(const std::string& file);
+
+// Directory of a collection inside a processed_dir or an output dir:
+// "layout:xla:random" -> "layout_xla_random".
+std::string collection_dir(const std::string& collection);
 
 extern const std::vector<std::string> kSplits;  // train, valid, test
 

@@ -67,7 +67,11 @@ std::vector<ConfigKey>& schema_table() {
        "configs scored per layout graph in evaluation (deterministic sample)", 2, 1e7},
       // Measured on the demo's valid split (4 layout collections): chunks of 16, 128 and 1000
       // layout configs gave Kendall tau within 0.003 of each other.
-      {"train.tile_eval_chunk", T::Int, "512",
+      // Ranking 1,000 tile configs (87 nodes) with 5 default fold models on one thread took
+      // 467, 436, 388, 403 and 508 ms with chunks of 16, 32, 64, 128 and 512 configs
+      // (tests/bench/bench_rank.sh's inputs). Without tile attention heads (the default) a tile
+      // config's score does not depend on the other configs of its chunk.
+      {"train.tile_eval_chunk", T::Int, "64",
        "tile configs scored in one forward pass in evaluation and prediction", 1, 1e7},
       {"train.layout_eval_chunk", T::Int, "128",
        "layout configs scored in one forward pass in evaluation and prediction (cross-config "

@@ -14,6 +14,10 @@ namespace tpuperf {
 
 namespace {
 
+// Layout configs are written as float32 in slices of this many values (1 MiB), so that a
+// 0.9 GB node_config_feat never exists twice.
+constexpr size_t kConfigSliceValues = size_t{1} << 18;
+
 using ShapeCheck = std::function<void(const std::vector<int64_t>&)>;
 
 // want: -1 matches any size; want_text spells the expectation for the message.
@@ -325,7 +329,7 @@ void save_layout_graph(const std::string& path, const LayoutGraph& g, bool compr
                 path, "node_config_feat");
   // The file holds float32: convert in slices so a 0.9 GB array never exists twice.
   w.begin_member("node_config_feat", DType::F4, shape);
-  std::vector<float> slice(size_t{1} << 18);
+  std::vector<float> slice(kConfigSliceValues);
   for (size_t at = 0; at < g.node_config_feat.size(); at += slice.size()) {
     size_t n = std::min(slice.size(), g.node_config_feat.size() - at);
     for (size_t i = 0; i < n; ++i) slice[i] = g.node_config_feat[at + i];

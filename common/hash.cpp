@@ -12,6 +12,8 @@ namespace {
 constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
 constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
 constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
+// hash_file reads in pieces this large: constant memory, few system calls.
+constexpr size_t kHashReadBytes = size_t{1} << 20;
 
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 uint64_t load64(const uint8_t* p) {
@@ -80,7 +82,7 @@ std::string hash_file(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw Error(std::string("cannot open for hashing: ") + std::strerror(errno), path);
   Hasher h;
-  std::vector<uint8_t> buf(1 << 20);
+  std::vector<uint8_t> buf(kHashReadBytes);
   size_t got;
   while ((got = std::fread(buf.data(), 1, buf.size(), f)) > 0) h.update(buf.data(), got);
   bool failed = std::ferror(f);

@@ -5,9 +5,9 @@
 //
 // Format: YAML, written in its JSON-compatible flow subset: the file is plain JSON and
 // reads the same with any YAML (PyYAML's safe_load) or JSON parser (json.load, jq; much
-// faster in Python). tpuperf writes and reads it with a small dedicated writer and JSON
-// parser: yaml-cpp took ~2 s each way for the real dataset's 8000 graphs and 8000
-// sources, these take ~0.2 s. One record per line keeps it readable and greppable:
+// faster in Python). tpuperf writes and reads it with common/json.h, whose escaping keeps
+// it valid for both: yaml-cpp took ~2 s each way for the real dataset's 8000 graphs and
+// 8000 sources, these take ~0.2 s. One record per line keeps it readable and greppable:
 //   {
 //    "schema_version": 1,
 //    "created": "2024-05-01T12:00:00Z",
@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/feature_transform.h"
 #include "common/processed_graph.h"
 
 namespace tpuperf {

@@ -6,7 +6,6 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "common/hash.h"
 #include "common/random.h"
 
 namespace tpuperf {
@@ -189,9 +188,7 @@ std::vector<int64_t> sample_eval_configs(int64_t num_configs, int64_t max_config
   std::iota(idx.begin(), idx.end(), int64_t{0});
   if (num_configs <= max_configs) return idx;
 
-  Hasher h(seed);
-  h.update(graph_key);
-  SplitMix64 rng(h.digest());
+  SplitMix64 rng(mix_seed(seed, graph_key));
   // Partial Fisher-Yates: the first max_configs slots end up a uniform random subset.
   for (int64_t i = 0; i < max_configs; ++i) {
     const auto j =

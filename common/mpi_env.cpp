@@ -50,6 +50,18 @@ void check_mpi(int rc, const char* what) {
   }
 }
 
+int mpi_rank(MPI_Comm comm) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  return rank;
+}
+
+int mpi_size(MPI_Comm comm) {
+  int size = 1;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return size;
+}
+
 void allreduce_sum(double* values, int n, MPI_Comm comm) {
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
 }

@@ -33,6 +33,9 @@ int run_mpi_tool(const char* program, int argc, char** argv,
 
 // Typed wrappers used across stages.
 void check_mpi(int rc, const char* what);
+// This process's rank in comm and comm's size (checked).
+int mpi_rank(MPI_Comm comm);
+int mpi_size(MPI_Comm comm);
 // Element-wise sum of doubles across the communicator, in place.
 void allreduce_sum(double* values, int n, MPI_Comm comm);
 // Exit code agreed by all ranks: the maximum.

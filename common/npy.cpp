@@ -44,10 +44,10 @@ class DictParser {
       std::string key = parse_string();
       expect(':');
       if (key == "descr") {
-        h.dtype = parse_descr();
+        h.dtype = parse_descr(h.big_endian);
         have_descr = true;
       } else if (key == "fortran_order") {
-        if (parse_bool()) throw Error("fortran_order arrays are not supported (C order only)");
+        h.fortran_order = parse_bool();
         have_order = true;
       } else if (key == "shape") {
         h.shape = parse_shape();
@@ -106,14 +106,18 @@ class DictParser {
     }
     fail("expected True or False");
   }
-  DType parse_descr() {
+  // Little-endian descrs as dtype_descr() spells them, and their big-endian twins
+  // (">i4" etc.; numpy writes one-byte types as "|u1" whatever the machine).
+  DType parse_descr(bool& big_endian) {
     if (peek() == '[') throw Error("structured dtypes are not supported");
     std::string d = parse_string();
     static const DType all[] = {DType::U1, DType::B1, DType::I4, DType::I8, DType::F4, DType::F8};
-    for (DType t : all)
-      if (d == dtype_descr(t)) return t;
-    if (!d.empty() && d[0] == '>') throw Error("big-endian dtype '" + d + "' is not supported");
-    throw Error("unsupported dtype '" + d + "' (supported: |u1 |b1 <i4 <i8 <f4 <f8)");
+    for (DType t : all) {
+      std::string le = dtype_descr(t);
+      big_endian = le[0] == '<' && d == ">" + le.substr(1);
+      if (d == le || big_endian) return t;
+    }
+    throw Error("unsupported dtype '" + d + "' (supported: |u1 |b1 <i4 <i8 <f4 <f8 and >i4 >i8 >f4 >f8)");
   }
   std::vector<int64_t> parse_shape() {
     std::vector<int64_t> shape;
@@ -203,6 +207,73 @@ uint64_t NpyHeader::nbytes() const {
   if (__builtin_mul_overflow(static_cast<uint64_t>(count()), dtype_size(dtype), &n))
     throw Error("shape " + format_shape(shape) + " overflows a 64-bit byte count");
   return n;
+}
+
+std::string NpyHeader::descr() const {
+  std::string d = dtype_descr(dtype);
+  if (big_endian) d[0] = '>';
+  return d;
+}
+
+bool NpyHeader::needs_transpose() const {
+  if (!fortran_order) return false;
+  int above_one = 0;
+  for (int64_t d : shape) {
+    if (d == 0) return false;  // no elements to move
+    above_one += d > 1;
+  }
+  return above_one >= 2;
+}
+
+void swap_element_bytes(uint8_t* data, size_t n, size_t elem_size) {
+  for (size_t at = 0; at + elem_size <= n; at += elem_size) std::reverse(data + at, data + at + elem_size);
+}
+
+namespace {
+
+// dst (C order) from src (Fortran order): walks the C-order index like an odometer, last
+// dimension fastest, keeping the element's Fortran offset up to date as it goes.
+template <typename T>
+void fortran_to_c(const T* src, T* dst, const std::vector<int64_t>& shape) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> stride(rank), index(rank, 0);
+  int64_t s = 1;
+  for (size_t k = 0; k < rank; ++k) {  // Fortran strides: the first dimension varies fastest
+    stride[k] = s;
+    s *= shape[k];
+  }
+  const int64_t count = s;
+  int64_t offset = 0;
+  for (int64_t c = 0; c < count; ++c) {
+    dst[c] = src[offset];
+    for (size_t k = rank; k-- > 0;) {
+      offset += stride[k];
+      if (++index[k] < shape[k]) break;
+      offset -= stride[k] * shape[k];
+      index[k] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void to_native_layout(const NpyHeader& h, std::vector<uint8_t>& data) {
+  size_t size = dtype_size(h.dtype);
+  if (h.big_endian && size > 1) swap_element_bytes(data.data(), data.size(), size);
+  if (!h.needs_transpose()) return;
+  std::vector<uint8_t> c_order(data.size());
+  switch (size) {
+    case 1: fortran_to_c(data.data(), c_order.data(), h.shape); break;
+    case 4:
+      fortran_to_c(reinterpret_cast<const uint32_t*>(data.data()), reinterpret_cast<uint32_t*>(c_order.data()),
+                   h.shape);
+      break;
+    case 8:
+      fortran_to_c(reinterpret_cast<const uint64_t*>(data.data()), reinterpret_cast<uint64_t*>(c_order.data()),
+                   h.shape);
+      break;
+  }
+  data.swap(c_order);
 }
 
 size_t npy_header_len(const uint8_t* data, size_t avail) {

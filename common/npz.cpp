@@ -27,6 +27,9 @@ constexpr size_t kZip64EndLen = 56, kZip64LocatorLen = 20;
 constexpr uint32_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMax16 = 0xFFFF;
 constexpr size_t kChunk = 1 << 20;  // reads, inflation and CRC work in 1 MiB pieces
+// A member's first compressed read; each further read doubles up to kChunk, so that
+// reading a header does not pull in a megabyte.
+constexpr size_t kFirstReadBytes = 4096;
 // Any fixed date will do: the archive's content is what matters. 1980-01-01 00:00.
 constexpr uint16_t kDosTime = 0, kDosDate = (1 << 5) | 1;
 // Deflate emits at least one bit per 258 output bytes, so ~1032x is its ceiling.
@@ -147,9 +150,9 @@ class NpzReader::MemberStream {
     }
   }
 
-  // Grows from 4 KiB so that reading a header does not pull in a megabyte.
+  // Grows from kFirstReadBytes to kChunk.
   void refill() {
-    size_t want = std::min<uint64_t>(in_end_ - in_pos_, std::min(kChunk, size_t{4096} << refills_));
+    size_t want = std::min<uint64_t>(in_end_ - in_pos_, std::min(kChunk, kFirstReadBytes << refills_));
     ++refills_;
     if (in_buf_.size() < want) in_buf_.resize(want);
     if (want > 0) r_.read_at(in_pos_, in_buf_.data(), want);
@@ -417,6 +420,7 @@ NpyArray NpzReader::read(const std::string& key) {
     a.data.resize(static_cast<size_t>(h.nbytes()));
     s.read(a.data.data(), a.data.size());
     s.finish();
+    to_native_layout(h, a.data);
     return a;
   });
 }
@@ -430,11 +434,23 @@ NpyHeader NpzReader::read_chunks(const std::string& key, const HeaderSink& on_he
     MemberStream s(*this, m, start);
     NpyHeader h = open_member(m, s);
     if (on_header) on_header(h);
+    if (h.needs_transpose()) {
+      // Elements of one C-order chunk lie all over a Fortran-order member: read it whole
+      // (CRC checked), reorder, then hand it out in the usual chunks.
+      std::vector<uint8_t> all(static_cast<size_t>(h.nbytes()));
+      s.read(all.data(), all.size());
+      s.finish();
+      to_native_layout(h, all);
+      for (size_t at = 0; at < all.size(); at += kChunk) on_chunk(all.data() + at, std::min(kChunk, all.size() - at));
+      return h;
+    }
     uint64_t left = h.nbytes();
     std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(left, kChunk)));
+    const size_t elem = dtype_size(h.dtype);
     while (left > 0) {
       size_t step = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
       s.read(buf.data(), step);
+      if (h.big_endian) swap_element_bytes(buf.data(), step, elem);  // chunks hold whole elements
       on_chunk(buf.data(), step);
       left -= step;
     }

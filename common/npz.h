@@ -37,13 +37,16 @@ class NpzReader {
   // Header only: inflates just the first bytes of the member.
   NpyHeader header(const std::string& key);
   // The whole member; checks that the data size matches the header's shape and the CRC.
+  // Big-endian and Fortran-order members come back little-endian and in C order.
   NpyArray read(const std::string& key);
 
   // Streams a member without holding it whole: on_header runs once the header has been
   // checked against the member size (before any data), then on_chunk receives the data
-  // in order, in chunks of at most 1 MiB that always hold whole elements. The CRC is
-  // checked after the last chunk, so a consumer must not trust its result until this
-  // returns. Errors thrown by the callbacks get the file and key added.
+  // in order (C order, little-endian, as read() returns it), in chunks of at most 1 MiB
+  // that always hold whole elements. The CRC is checked after the last chunk, so a
+  // consumer must not trust its result until this returns. A Fortran-order member is the
+  // exception to streaming: it is read whole (and its CRC checked) before the first chunk.
+  // Errors thrown by the callbacks get the file and key added.
   using HeaderSink = std::function<void(const NpyHeader&)>;
   using ChunkSink = std::function<void(const uint8_t* data, size_t n)>;
   NpyHeader read_chunks(const std::string& key, const HeaderSink& on_header,

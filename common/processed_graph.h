@@ -51,12 +51,4 @@ struct ProcessedGraph {
 uint64_t pack_layout_values(const int8_t* values18);
 void unpack_layout_values(uint64_t packed, int8_t* values18);
 
-// The node-feature transform fitted on the train split, stored with the shards so that
-// training and prediction on new data apply exactly the same transform.
-struct FeatureTransform {
-  std::vector<int32_t> kept_columns;  // source columns kept, in order (out of 140)
-  std::vector<uint8_t> log1p;         // per kept column: apply sign(x)*log1p(|x|) first
-  std::vector<double> mean, stddev;   // per kept column, after the log; stddev > 0
-};
-
 }  // namespace tpuperf

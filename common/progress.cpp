@@ -2,16 +2,23 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "common/log.h"
 
 namespace tpuperf {
 
-std::string format_duration(double seconds) {
+std::string format_duration(double seconds, int decimals) {
+  if (std::isnan(seconds)) return "n/a";
   if (seconds < 0) seconds = 0;
+  char buf[64];
+  const double scale = std::pow(10.0, decimals);
+  if (decimals > 0 && std::round(seconds * scale) / scale < 60) {
+    std::snprintf(buf, sizeof buf, "%.*fs", decimals, seconds);
+    return buf;
+  }
   long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
   if (s >= 3600)
     std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   else if (s >= 60)
@@ -64,14 +71,14 @@ void Progress::tick(int64_t bytes) {
 
 void Progress::finish() {
   double t = elapsed_s();
-  const std::string mb = total_bytes_ > 0 ? fmt::format(", {:.1f} MB", done_bytes_ / 1e6) : "";
+  const std::string mb = total_bytes_ > 0 ? fmt::format(", {:.1f} MB", done_bytes_ / kBytesPerMB) : "";
   spdlog::info("{}: done, {} {}{} in {} ({:.1f} {}/s{})", label_, done_items_, unit_, mb, format_duration(t),
                t > 0 ? done_items_ / t : 0.0, unit_, mb_rate(t));
 }
 
 std::string Progress::mb_rate(double t) const {
   if (total_bytes_ <= 0) return "";
-  return fmt::format(", {:.1f} MB/s", t > 0 ? done_bytes_ / 1e6 / t : 0.0);
+  return fmt::format(", {:.1f} MB/s", t > 0 ? done_bytes_ / kBytesPerMB / t : 0.0);
 }
 
 }  // namespace tpuperf

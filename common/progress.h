@@ -9,11 +9,17 @@
 
 namespace tpuperf {
 
+// A progress line at most this often: frequent enough to see work move, rare enough for
+// a readable log of a day-long run.
+constexpr double kProgressIntervalSeconds = 5.0;
+// MB in logs and settings (preprocess.shard_mb) is 10^6 bytes.
+constexpr double kBytesPerMB = 1e6;
+
 class Progress {
  public:
   // unit names the items ("files", "steps"); MB/s is shown only when total_bytes > 0.
-  Progress(std::string label, int64_t total_items, int64_t total_bytes, double interval_s = 5.0,
-           std::string unit = "files");
+  Progress(std::string label, int64_t total_items, int64_t total_bytes,
+           double interval_s = kProgressIntervalSeconds, std::string unit = "files");
   // One item done, of `bytes` input bytes.
   void tick(int64_t bytes);
   // Logs the closing line (totals, overall rates).
@@ -35,8 +41,9 @@ class Progress {
   Clock::time_point start_, last_log_;
 };
 
-// "1h02m", "3m05s", "42s"
-std::string format_duration(double seconds);
+// "1h02m", "3m05s", "42s"; under a minute with `decimals` digits ("42.4s" for 1); "n/a"
+// for NaN (not measured), negative durations as 0.
+std::string format_duration(double seconds, int decimals = 0);
 
 // Peak resident memory of this process so far, in MB (getrusage).
 double peak_rss_mb();

@@ -1,11 +1,13 @@
 // splitmix64: the one small, fully specified random generator of tpuperf, used wherever
 // draws must be the same on every platform, build, rank and run (evaluation subsets,
-// training slates, baselines, the generator's seed mixing). The std:: distributions are
+// training slates, baselines, the generator's seed mixing), and mix_seed, the one way to
+// derive a stream's seed from a seed and a label. The std:: distributions are
 // not specified bit for bit across standard libraries, so they are not used for these.
 #pragma once
 
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 namespace tpuperf {
 
@@ -23,6 +25,19 @@ inline U splitmix64_mix(U x) {
 
 // The splitmix64 output function of state x: decorrelates nearby inputs completely.
 inline uint64_t splitmix64(uint64_t x) { return splitmix64_mix(x + kSplitMix64Gamma); }
+
+// The seed of an independent stream named by `label`, derived from `seed`: nearby seeds
+// and labels give unrelated streams. tpuperf-synth's definition, kept bit for bit so that
+// generated trees stay byte-identical; also the seed of fold assignment tie-breaks,
+// evaluation subsets, random baselines and training's torch seeds.
+inline uint64_t mix_seed(uint64_t seed, uint64_t label) { return splitmix64(splitmix64(seed) ^ label); }
+
+// A string label ("tile:xla/train", "configs") enters as its FNV-1a 64-bit hash.
+inline uint64_t mix_seed(uint64_t seed, std::string_view label) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a offset basis
+  for (unsigned char c : label) h = (h ^ c) * 0x100000001b3ULL;  // FNV-1a prime
+  return mix_seed(seed, h);
+}
 
 class SplitMix64 {
  public:

@@ -2,8 +2,8 @@
 # The whole test suite on a fresh Debian machine: set-up (packages + build), then ctest
 # (unit, MPI, integration and faults tests). Extra arguments go to ctest, e.g. -L unit.
 # A full run (no arguments) then checks the readers of raw data twice more:
-#   - their unit tests built with ASan and UBSan (TPUPERF_SANITIZE, no trainer) in
-#     build-asan/, every finding fatal;
+#   - their unit tests (and the featurizer's) built with ASan and UBSan (TPUPERF_SANITIZE,
+#     no trainer) in build-asan/, every finding fatal;
 #   - the libFuzzer target of the npz/npy parser, built with clang in build-fuzz/ and run
 #     for TPUPERF_FUZZ_SECONDS (default 60) on a seed corpus from tpuperf-synth.
 # TPUPERF_SANITIZERS=1 runs these stages also with ctest arguments, =0 never. Every stage
@@ -18,9 +18,10 @@ FUZZ_DIR=${TPUPERF_FUZZ_BUILD_DIR:-build-fuzz}
 # these cover mpirun started by the integration scripts.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# The tests of the npz/npy readers, graph validation and shards.
+# The tests of the npz/npy readers, graph validation and shards, and of the featurizer,
+# which parses tuning records from anywhere.
 READER_TESTS=(test_npy test_npz test_npz_numpy test_npz_faults test_graph test_shard test_shard_h5py
-              test_shard_faults)
+              test_shard_faults test_featurize_records test_featurize_real test_write_queue)
 
 # build_targets DIR LABEL TARGET...: builds quietly, the log in DIR/build.log.
 build_targets() {

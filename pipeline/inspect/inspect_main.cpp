@@ -5,8 +5,8 @@
 
 #include "common/cli.h"
 #include "common/error.h"
+#include "common/json.h"
 #include "common/tool_main.h"
-#include "pipeline/inspect/json_writer.h"
 #include "pipeline/inspect/npz_summary.h"
 #include "pipeline/inspect/shard_summary.h"
 

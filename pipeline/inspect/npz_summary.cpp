@@ -5,8 +5,8 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "common/json.h"
 #include "common/npz.h"
-#include "pipeline/inspect/json_writer.h"
 
 namespace tpuperf {
 
@@ -53,7 +53,7 @@ NpzSummary summarize_npz(const std::string& path, bool validate) {
   s.file_size = npz.file_size();
   for (const auto& key : npz.keys()) {
     NpyHeader h = npz.header(key);
-    s.keys.push_back({key, dtype_descr(h.dtype), h.shape});
+    s.keys.push_back({key, h.descr(), h.shape});  // as numpy names it, byte order included
   }
   fill_graph_summary(npz, s);
   if (validate && !s.graph.kind.empty()) {
@@ -87,7 +87,7 @@ void summary_json(JsonWriter& json, const NpzSummary& s) {
   json.key("file_size").value(static_cast<int64_t>(s.file_size));
   json.key("keys").begin_object();
   for (const auto& k : s.keys) {
-    json.key(k.name).begin_object().key("dtype").value(k.dtype).key("shape").int_array(k.shape);
+    json.key(k.name).begin_object().key("dtype").value(k.dtype).key("shape").array(k.shape);
     json.end_object();
   }
   json.end_object();

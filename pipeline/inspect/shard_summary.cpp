@@ -6,9 +6,9 @@
 #include "common/collection.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/json.h"
 #include "common/manifest.h"
-#include "common/shard.h"
-#include "pipeline/inspect/json_writer.h"
+#include "common/shard_reader.h"
 #include "pipeline/preprocess/convert.h"
 
 namespace tpuperf {
@@ -33,6 +33,10 @@ int64_t require_graph(const ShardReader& r, const std::string& name) {
 std::string processed_dir_of(const std::string& shard_path) {
   return fs::absolute(shard_path).parent_path().parent_path().parent_path().string();
 }
+
+// --graph shows the first values of each array: per-node arrays, per-config arrays.
+constexpr size_t kShownNodeValues = 12;
+constexpr size_t kShownConfigValues = 8;
 
 template <typename T>
 std::string head(const std::vector<T>& v, size_t n) {
@@ -68,7 +72,7 @@ void shard_json(JsonWriter& json, const std::string& path) {
   json.key("graphs").begin_array();
   for (int64_t i = 0; i < r.num_graphs(); ++i) {
     const ShardGraphInfo& g = r.info(i);
-    json.begin_object().key("name").value(g.name).key("fold").value(static_cast<int64_t>(g.fold));
+    json.begin_object().key("name").value(g.name).key("fold").value(g.fold);
     json.key("nodes").value(g.num_nodes).key("edges").value(g.num_edges).key("configs").value(g.num_configs);
     json.key("config_nodes").value(g.num_config_nodes).key("nodes_before").value(g.nodes_before);
     json.key("edges_before").value(g.edges_before).key("configs_before").value(g.configs_before);
@@ -86,13 +90,13 @@ std::string shard_graph_text(const std::string& path, const std::string& name) {
       << " (source " << g.edges_before << "), configs " << g.num_configs() << " (source " << g.configs_before
       << ")\n"
       << "  node feature columns " << g.num_node_feat << "\n"
-      << "  opcodes " << head(std::vector<int>(g.node_opcode.begin(), g.node_opcode.end()), 12) << "\n"
-      << "  config_runtime " << head(g.config_runtime, 8) << "\n";
+      << "  opcodes " << head(std::vector<int>(g.node_opcode.begin(), g.node_opcode.end()), kShownNodeValues) << "\n"
+      << "  config_runtime " << head(g.config_runtime, kShownConfigValues) << "\n";
   if (r.is_tile()) {
-    out << "  config_runtime_normalizers " << head(g.config_runtime_normalizers, 8) << "\n";
+    out << "  config_runtime_normalizers " << head(g.config_runtime_normalizers, kShownConfigValues) << "\n";
   } else {
-    out << "  node_config_ids " << head(g.node_config_ids, 12) << "\n"
-        << "  node_splits " << head(g.node_splits, 12) << "\n";
+    out << "  node_config_ids " << head(g.node_config_ids, kShownNodeValues) << "\n"
+        << "  node_splits " << head(g.node_splits, kShownNodeValues) << "\n";
     if (!g.node_config_packed.empty()) {
       int8_t v[18];
       unpack_layout_values(g.node_config_packed[0], v);

@@ -5,20 +5,10 @@
 #include "common/collection.h"
 #include "common/error.h"
 #include "common/graph.h"
-#include "pipeline/preprocess/transform_graph.h"
+#include "common/graph_prep.h"
+#include "pipeline/preprocess/features.h"
 
 namespace tpuperf {
-
-FeatureTransform identity_transform() {
-  FeatureTransform t;
-  for (int c = 0; c < kNodeFeatDim; ++c) {
-    t.kept_columns.push_back(c);
-    t.log1p.push_back(0);
-    t.mean.push_back(0.0);
-    t.stddev.push_back(1.0);
-  }
-  return t;
-}
 
 ProcessedGraph convert_source(const std::string& path, const std::string& collection,
                               const std::string& split, int fold, const PreprocessSettings& s) {
@@ -26,13 +16,12 @@ ProcessedGraph convert_source(const std::string& path, const std::string& collec
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error("is a directory, not an .npz file", path);
   bool dedup = split != "test";  // test configs must keep their indices
-  FeatureTransform identity = identity_transform();
   if (Collection::parse(collection).kind == Kind::Tile) {
     TileGraph g = load_tile_graph(path);
-    return to_processed(g, collection, split, fold, identity, s.dedup, dedup);
+    return to_processed(g, collection, split, fold, s.dedup, dedup);
   }
   LayoutGraph g = load_layout_graph(path);
-  return to_processed(g, collection, split, fold, identity, s.dedup, dedup, s.prune_hops);
+  return to_processed(g, collection, split, fold, s.dedup, dedup, s.prune_hops);
 }
 
 std::vector<std::string> diff_graphs(const ProcessedGraph& a, const ProcessedGraph& b) {

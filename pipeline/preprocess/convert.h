@@ -11,9 +11,6 @@
 
 namespace tpuperf {
 
-// The transform that keeps all 140 columns unchanged.
-FeatureTransform identity_transform();
-
 // Throws Error (file, key, reason) when the source is bad. fold is stored as given.
 ProcessedGraph convert_source(const std::string& path, const std::string& collection,
                               const std::string& split, int fold, const PreprocessSettings& s);

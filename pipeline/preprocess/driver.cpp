@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/collection.h"
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/files.h"
@@ -16,7 +17,7 @@
 #include "common/log.h"
 #include "common/manifest.h"
 #include "common/progress.h"
-#include "common/shard.h"
+#include "common/shard_writer.h"
 #include "common/tool_main.h"
 #include "pipeline/preprocess/convert.h"
 #include "pipeline/preprocess/merge.h"
@@ -104,7 +105,7 @@ class ShardSet {
     make_dirs(dir);
     char name[64];
     std::snprintf(name, sizeof name, "/g%d-r%d-%05d.h5", gen_, rank_, index);
-    return std::make_unique<ShardWriter>(dir + name, collection, split, identity_transform(), s_.deflate);
+    return std::make_unique<ShardWriter>(dir + name, collection, split, s_.deflate);
   }
 
   void close(std::unique_ptr<ShardWriter> w, const std::string& collection, const std::string& split) {
@@ -205,23 +206,11 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
 
 // Gathers every rank's partial manifest on rank 0 (as YAML text: one serialization).
 std::vector<Manifest> gather_partials(const Manifest& mine, const MpiContext& ctx) {
-  std::string text = manifest_to_yaml(mine);
-  int n = static_cast<int>(text.size());
-  std::vector<int> counts(ctx.size), displs(ctx.size);
-  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.world), "MPI_Gather");
-  std::string all;
-  if (ctx.rank == 0) {
-    int total = 0;
-    for (int r = 0; r < ctx.size; ++r) displs[r] = total, total += counts[r];
-    all.resize(static_cast<size_t>(total));
-  }
-  check_mpi(MPI_Gatherv(text.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
-                        ctx.world),
-            "MPI_Gatherv");
+  const RankBytes all = gather_bytes(manifest_to_yaml(mine), 0, ctx.world);
   std::vector<Manifest> out;
   if (ctx.rank == 0)
     for (int r = 0; r < ctx.size; ++r)
-      out.push_back(manifest_from_yaml(all.substr(displs[r], counts[r]), "rank " + std::to_string(r)));
+      out.push_back(manifest_from_yaml(std::string(all.of(r)), "rank " + std::to_string(r)));
   return out;
 }
 
@@ -231,17 +220,8 @@ std::set<std::string> allgather_rejected(const Manifest& mine, const MpiContext&
   std::string text;
   for (const auto& s : mine.sources)
     if (!s.ok()) text += s.file + "\n";
-  int n = static_cast<int>(text.size());
-  std::vector<int> counts(ctx.size), displs(ctx.size);
-  check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, ctx.world), "MPI_Allgather");
-  int total = 0;
-  for (int r = 0; r < ctx.size; ++r) displs[r] = total, total += counts[r];
-  std::string all(static_cast<size_t>(total), '\0');
-  check_mpi(MPI_Allgatherv(text.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR,
-                           ctx.world),
-            "MPI_Allgatherv");
   std::set<std::string> rejected;
-  std::stringstream ss(all);
+  std::stringstream ss(allgather_bytes(text, ctx.world).bytes);
   for (std::string line; std::getline(ss, line);) rejected.insert(line);
   return rejected;
 }

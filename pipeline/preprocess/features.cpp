@@ -6,23 +6,11 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/graph_prep.h"
 #include "common/log.h"
 #include "common/mpi_env.h"
 
 namespace tpuperf {
-
-// ---------------------------------------------------------------------------- re-padding
-
-void repad_minor_to_major(float* node_feat, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float* row = node_feat + i * kNodeFeatDim;
-    int rank = 0;
-    while (rank < kMaxRank && row[kShapeDimsBegin + rank] != 0.0f) ++rank;
-    for (int p = rank; p < kMaxRank; ++p) row[kMinorToMajorBegin + p] = -1.0f;
-  }
-}
-
-double signed_log1p(double x) { return std::copysign(std::log1p(std::fabs(x)), x); }
 
 // ---------------------------------------------------------------------------- ExactSum
 
@@ -204,7 +192,7 @@ double FeatureStats::variance(int col) const { return moment_variance(col, kSum,
 double FeatureStats::log_mean(int col) const { return moment_mean(col, kLogSum); }
 double FeatureStats::log_variance(int col) const { return moment_variance(col, kLogSum, kLogSumSq); }
 
-// ---------------------------------------------------------------------------- fit / apply
+// ---------------------------------------------------------------------------- fit
 
 // The heavy-tail rule. Why these criteria:
 // - max|x| > 1000: the column holds sizes, counts or products (shape dims and products,
@@ -222,12 +210,12 @@ double FeatureStats::log_variance(int col) const { return moment_variance(col, k
 bool is_heavy_tailed(const FeatureStats& stats, int col) {
   if (stats.count(col) == 0) return false;
   const double max_abs = stats.max_abs(col);
-  return max_abs > 1000.0 || (max_abs > 16.0 && max_abs > 100.0 * stats.mean_abs(col));
+  return max_abs > kHeavyTailMaxAbs ||
+         (max_abs > kSkewedMaxAbsFloor && max_abs > kSkewedMaxOverMean * stats.mean_abs(col));
 }
 
 FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& options) {
   if (stats.count(0) == 0) throw Error("no train node features: cannot fit the feature transform");
-  constexpr double kStddevFloor = 1e-6;
   FeatureTransform t;
   for (int c = 0; c < FeatureStats::kCols; ++c) {
     if (options.drop_constant && stats.max(c) == stats.min(c)) continue;
@@ -246,36 +234,14 @@ FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& opti
   return t;
 }
 
-namespace {
-void check_transform(const FeatureTransform& t) {
-  const size_t k = t.kept_columns.size();
-  if (t.log1p.size() != k || t.mean.size() != k || t.stddev.size() != k)
-    throw Error("feature transform arrays differ in length", "", "feature_transform");
-  for (size_t j = 0; j < k; ++j) {
-    if (t.kept_columns[j] < 0 || t.kept_columns[j] >= kNodeFeatDim)
-      throw Error("feature transform column " + std::to_string(t.kept_columns[j]) +
-                  " outside [0, 140)", "", "feature_transform");
-    if (!(t.stddev[j] > 0) || !std::isfinite(t.stddev[j]) || !std::isfinite(t.mean[j]))
-      throw Error("feature transform column " + std::to_string(t.kept_columns[j]) +
-                  " has a non-positive or non-finite stddev or mean", "", "feature_transform");
-  }
+void add_feature_stats(FeatureStats& stats, const TileGraph& g) {
+  const std::vector<float> feat = model_node_features(g);
+  stats.add_graph(feat.data(), g.num_nodes);
 }
-}  // namespace
 
-std::vector<float> apply_transform(const FeatureTransform& t, const float* node_feat, int64_t n) {
-  check_transform(t);
-  const size_t k = t.kept_columns.size();
-  std::vector<float> out(static_cast<size_t>(n) * k);
-  for (int64_t i = 0; i < n; ++i) {
-    const float* row = node_feat + i * kNodeFeatDim;
-    float* dst = out.data() + static_cast<size_t>(i) * k;
-    for (size_t j = 0; j < k; ++j) {
-      double v = row[t.kept_columns[j]];
-      if (t.log1p[j]) v = signed_log1p(v);
-      dst[j] = static_cast<float>((v - t.mean[j]) / t.stddev[j]);
-    }
-  }
-  return out;
+void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops) {
+  const std::vector<float> feat = model_node_features(g, prune_hops);
+  stats.add_graph(feat.data(), static_cast<int64_t>(feat.size() / kNodeFeatDim));
 }
 
 }  // namespace tpuperf

@@ -1,5 +1,6 @@
-// The node-feature transform: re-padding of the layout columns, statistics over the train
-// graphs (mergeable across MPI ranks), fitting a FeatureTransform and applying it.
+// Fitting the node-feature transform: statistics over the train graphs (mergeable across
+// MPI ranks) and the FeatureTransform fitted on them. Applying it (and the re-padding that
+// precedes statistics and application) is common/feature_transform.h.
 //
 // Reproducibility: every sum is kept as an exact fixed-point number (see ExactSum), so
 // the statistics, and the fitted transform, are bit-identical whatever the order in
@@ -12,23 +13,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/feature_transform.h"
 #include "common/graph.h"
-#include "common/processed_graph.h"
 
 namespace tpuperf {
-
-// Node feature columns the transform knows about.
-constexpr int kShapeDimsBegin = 21;     // 21-26: shape dims
-constexpr int kMinorToMajorBegin = 134;  // 134-139: layout minor_to_major
-constexpr int kMaxRank = 6;
-
-// Re-pads minor_to_major with -1: the tensor's rank is the number of leading non-zero
-// shape dims; positions >= rank are padding (stored as 0, which collides with dimension
-// 0). In place, n rows of 140. Run before statistics and before apply.
-void repad_minor_to_major(float* node_feat, int64_t n);
-
-// sign(x) * log1p(|x|): the log used for heavy-tailed columns.
-double signed_log1p(double x);
 
 // An exact sum of doubles: a fixed-point integer with 32-bit limbs covering 2^-64 up
 // to beyond 2^320 (any sum of squares of floats fits). Bits below 2^-64 of each added
@@ -101,16 +89,25 @@ struct FitOptions {
   bool log_columns = true;    // signed_log1p heavy-tailed columns
 };
 
-// Heavy-tail rule (see features.cpp): max|x| > 1000, or max|x| > 16 and
-// max|x| > 100 * mean|x|.
+// The heavy-tail rule's thresholds (why these: features.cpp, is_heavy_tailed). Changing
+// one changes which columns are logged, so every fitted transform.
+constexpr double kHeavyTailMaxAbs = 1000.0;   // sizes, counts, products
+constexpr double kSkewedMaxAbsFloor = 16.0;   // below: small-integer columns stay linear
+constexpr double kSkewedMaxOverMean = 100.0;  // max|x| / mean|x| of a very skewed column
+// A kept column whose stddev is below this is standardized with stddev 1 instead.
+constexpr double kStddevFloor = 1e-6;
+
+// Heavy-tail rule (see features.cpp): max|x| > kHeavyTailMaxAbs, or
+// max|x| > kSkewedMaxAbsFloor and max|x| > kSkewedMaxOverMean * mean|x|.
 bool is_heavy_tailed(const FeatureStats& stats, int col);
 
-// Fits on train statistics. Stddev below 1e-6 becomes 1 (constant kept columns map to 0).
-// Throws Error when the statistics hold no rows.
+// Fits on train statistics. Stddev below kStddevFloor becomes 1 (constant kept columns
+// map to 0). Throws Error when the statistics hold no rows.
 FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& options);
 
-// n rows of 140 (already re-padded) -> n x kept_columns, (f(x) - mean) / stddev in double,
-// rounded to float once. Throws Error on an inconsistent transform.
-std::vector<float> apply_transform(const FeatureTransform& t, const float* node_feat, int64_t n);
+// The first pass: adds the graph's node features, as the model will see them
+// (model_node_features: re-padded; layout: after pruning with the same hops).
+void add_feature_stats(FeatureStats& stats, const TileGraph& g);
+void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops);
 
 }  // namespace tpuperf

@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "common/hash.h"
 #include "common/log.h"
+#include "common/random.h"
 
 namespace tpuperf {
 
@@ -20,12 +20,6 @@ struct Family {
   uint64_t tie = 0;  // seeded tie-break
   int fold = -1;
 };
-
-uint64_t seeded_hash(const std::string& s, uint64_t seed) {
-  Hasher h(seed);
-  h.update(s);
-  return h.digest();
-}
 }  // namespace
 
 std::string model_family(const std::string& name) {
@@ -96,7 +90,7 @@ FoldAssignment assign_folds(const std::vector<std::string>& names, const std::ve
     std::vector<Family> out;
     for (auto& [name, f] : by_name) {
       f.name = name;
-      f.tie = seeded_hash(name, seed);
+      f.tie = mix_seed(seed, name);
       out.push_back(f);
     }
     return out;

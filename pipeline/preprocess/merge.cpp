@@ -10,6 +10,7 @@
 #include "common/fault.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/progress.h"
 #include "common/tool_main.h"
 #include "pipeline/preprocess/feature_file.h"
 
@@ -124,7 +125,7 @@ void log_summary(const Manifest& m) {
       if (sh.collection == c) bytes += sh.size_bytes;
     spdlog::info("{}: {} graphs, {} rejected; configs {} -> {} after dedup; nodes {} -> {}, edges {} -> {} "
                  "after pruning; {:.1f} MB of shards",
-                 c, graphs, rejected, cb, ca, nb, na, eb, ea, bytes / 1e6);
+                 c, graphs, rejected, cb, ca, nb, na, eb, ea, bytes / kBytesPerMB);
   }
 }
 

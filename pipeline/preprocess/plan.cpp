@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "common/collection.h"
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "common/mpi_env.h"
 
 namespace tpuperf {
 
@@ -17,12 +17,6 @@ namespace fs = std::filesystem;
 
 std::string unit_key(const std::string& collection, const std::string& split) {
   return collection + "|" + split;
-}
-
-std::string collection_dir(const std::string& collection) {
-  std::string d = collection;
-  std::replace(d.begin(), d.end(), ':', '_');
-  return d;
 }
 
 SettingsDigest SettingsDigest::of(const Config& cfg) {
@@ -207,10 +201,7 @@ static Plan deserialize(const std::string& text) {
 
 void broadcast_plan(Plan& plan, int rank, MPI_Comm comm) {
   std::string text = rank == 0 ? serialize(plan) : "";
-  long long n = static_cast<long long>(text.size());
-  check_mpi(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast");
-  text.resize(static_cast<size_t>(n));
-  check_mpi(MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, 0, comm), "MPI_Bcast");
+  broadcast_bytes(text, 0, comm);
   if (rank != 0) plan = deserialize(text);
 }
 

@@ -51,7 +51,4 @@ Plan make_plan(const Config& cfg, const std::string& processed_dir, const Manife
 // Collective: rank 0's plan to every rank of comm.
 void broadcast_plan(Plan& plan, int rank, MPI_Comm comm);
 
-// Directory of a collection inside the processed_dir: "layout:xla:random" -> "layout_xla_random".
-std::string collection_dir(const std::string& collection);
-
 }  // namespace tpuperf

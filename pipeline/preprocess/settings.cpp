@@ -1,6 +1,7 @@
 #include "pipeline/preprocess/settings.h"
 
 #include "common/error.h"
+#include "common/progress.h"
 
 namespace tpuperf {
 
@@ -13,7 +14,7 @@ PreprocessSettings::PreprocessSettings(const Config& cfg)
       folds(static_cast<int>(cfg.get_int("preprocess.folds"))),
       fold_by(parse_fold_by(cfg.get_string("preprocess.fold_by"))),
       seed(static_cast<uint64_t>(cfg.get_int("preprocess.seed"))),
-      shard_bytes(static_cast<int64_t>(cfg.get_float("preprocess.shard_mb") * 1e6)),
+      shard_bytes(static_cast<int64_t>(cfg.get_float("preprocess.shard_mb") * kBytesPerMB)),
       deflate(static_cast<int>(cfg.get_int("preprocess.compression"))) {
   fit.drop_constant = cfg.get_bool("preprocess.drop_constant_columns");
   fit.log_columns = cfg.get_bool("preprocess.log_columns");

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "pipeline/preprocess/dedup.h"
+#include "common/config_dedup.h"
 #include "pipeline/preprocess/features.h"
 #include "pipeline/preprocess/folds.h"
 

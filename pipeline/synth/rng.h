@@ -1,7 +1,8 @@
 // The generator's only source of randomness. Every draw goes through std::mt19937_64's raw
 // output and our own integer/real mappings, because the standard distributions are
 // implementation-defined: the same seed must give byte-identical trees with any standard
-// library. Independent streams (one per file) come from mixing the tree seed with labels.
+// library. Independent streams (one per file) come from mixing the tree seed with labels
+// (mix_seed, common/random.h).
 #pragma once
 
 #include <cmath>
@@ -14,18 +15,6 @@
 #include "common/random.h"
 
 namespace tpuperf::synth {
-
-// splitmix64 finalizer (common/random.h): decorrelates nearby seeds completely.
-inline uint64_t mix64(uint64_t x) { return splitmix64(x); }
-
-inline uint64_t mix_seed(uint64_t seed, uint64_t label) { return mix64(mix64(seed) ^ label); }
-
-// FNV-1a of the label, so that streams are named ("tile:xla/train", "configs").
-inline uint64_t mix_seed(uint64_t seed, const std::string& label) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : label) h = (h ^ c) * 0x100000001b3ULL;
-  return mix_seed(seed, h);
-}
 
 class Rng {
  public:

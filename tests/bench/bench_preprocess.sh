@@ -232,8 +232,9 @@ PY
 rm -rf "$WORK/reference-out"
 
 # -------------------------------------------------------------------- (e) RESULTS.md
-$PY - "$WORK" "$RESULTS" "$CMP_LABEL" "$REF_BUDGET" "$START_LOAD" "$(load1)" "$REF_LOADS" \
+PYTHONPATH="$HERE" $PY - "$WORK" "$RESULTS" "$CMP_LABEL" "$REF_BUDGET" "$START_LOAD" "$(load1)" "$REF_LOADS" \
     "${REF_CMD[*]}" "$GEN" "$BIN" <<'PY'
+from results_md import machine, replace_section
 import datetime, json, os, re, sys
 work, results, cmp_label, budget, load_start, load_end, ref_loads, ref_cmd, gen, bindir = sys.argv[1:]
 runs = {r["label"]: r for r in map(json.loads, open(os.path.join(work, "runs.jsonl")))}
@@ -243,13 +244,6 @@ agree = json.load(open(os.path.join(work, "agreement.json")))
 largest = info["largest"]
 MiB = 1024 * 1024
 
-def cpu_model():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "?"
-
-mem_gb = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
 rl0, rl1 = ref_loads.split()
 ref_graphs = len(ref["done"]) - len(ref["rejected"])
 ref_row = dict(label="reference", tool="numpy reference", ranks=1, files=len(ref["done"]),
@@ -292,7 +286,7 @@ lines = [
     "## Preprocessing", "",
     f"Run {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by "
     "`tests/bench/bench_preprocess.sh` (this section is written by the script).", "",
-    f"Machine: {os.cpu_count()} cores (nproc), {cpu_model()}, {mem_gb:.1f} GiB memory. "
+    f"Machine: {machine()}. "
     f"1-minute load average at the start {load_start}, at the end {load_end} (per run in the table: "
     "other jobs, e.g. compilers, shared the machine).", "",
     f"Data: `tpuperf-synth --out {gen} --scale bench --seed 0`: {len(info['files'])} files, "
@@ -345,10 +339,7 @@ lines += ["",
           ""]
 section = "\n".join(lines)
 
-text = open(results).read() if os.path.exists(results) else "# Benchmarks\n\n"
-m = re.search(r"^## Preprocessing\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
-text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + section
-open(results, "w").write(text.rstrip("\n") + "\n")
+replace_section(results, "Preprocessing", section)
 print(section)
 PY
 echo "wrote $RESULTS"

@@ -376,7 +376,8 @@ fi
 
 # ---------------------------------------------------------------------------- RESULTS.md
 [ "$WRITE" = 1 ] || exit 0
-$PY - "$RES" "$RESULTS" "$SMALL" "$BENCH_GEN" <<'PY'
+PYTHONPATH="$HERE" $PY - "$RES" "$RESULTS" "$SMALL" "$BENCH_GEN" <<'PY'
+from results_md import machine, replace_section
 import json, os, re, statistics, sys
 res, results, small, bench_gen = sys.argv[1:]
 
@@ -386,20 +387,13 @@ def load(name):
 
 quality, tp, sc, bench = load("quality"), load("throughput"), load("scaling"), load("bench")
 
-def cpu_model():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "?"
-
 def f4(v):
     return "n/a" if v is None else f"{v:.4f}"
 
-mem_gb = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
 lines = ["## Training", "",
          "Written by `tests/bench/bench_train.sh` (each table from its part's last run; the run "
          "time and the 1-minute load average, at start → end, are given per part).", "",
-         f"Machine: {os.cpu_count()} cores (nproc), {cpu_model()}, {mem_gb:.1f} GiB memory; "
+         f"Machine: {machine()}; "
          "other jobs (compilers, other benchmarks) may share it: the load figures say how much.", ""]
 
 def score_table(q, label):
@@ -583,10 +577,7 @@ if bench:
     lines.append("")
 
 section = "\n".join(lines).rstrip("\n") + "\n"
-text = open(results).read() if os.path.exists(results) else "# Benchmarks\n\n"
-m = re.search(r"^## Training\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
-text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + section
-open(results, "w").write(text.rstrip("\n") + "\n")
+replace_section(results, "Training", section)
 print(section)
 PY
 echo "wrote $RESULTS"

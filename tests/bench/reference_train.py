@@ -44,38 +44,14 @@ TILE_CONFIG_DIM = 24
 LAYOUT_CONFIG_DIM = 18
 LAYOUT_LEVELS = 7
 
-# ----------------------------------------------------------------- seeds (common/hash.cpp)
-P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
-
-
-def rotl(x, r):
-    return ((x << r) | (x >> (64 - r))) & M64
-
-
-def hasher_digest(seed, data):
-    """tpuperf::Hasher(seed).update(data).digest()."""
-    lanes = [(seed + P1 * (i + 1)) & M64 for i in range(4)]
-    n = len(data)
-    full = n - n % 32
-    for at in range(0, full, 32):
-        for i in range(4):
-            v = int.from_bytes(data[at + 8 * i:at + 8 * i + 8], "little")
-            lanes[i] = (rotl((lanes[i] + v * P2) & M64, 31) * P1) & M64
-    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
-    h ^= (n * P3) & M64
-    for b in data[full:]:
-        h = (rotl(h ^ ((b * P1) & M64), 11) * P2) & M64
-    h ^= h >> 33
-    h = (h * P2) & M64
-    h ^= h >> 29
-    h = (h * P3) & M64
-    h ^= h >> 32
-    return h
-
-
+# ----------------------------------------------------------------- seeds (common/random.h)
 def mix_seed(seed, what):
-    """fold_training.cpp mix_seed: the torch seed of a fold's init and of each epoch."""
-    return hasher_digest(seed, what.encode()) & 0x7FFFFFFFFFFFFFFF
+    """common/random.h mix_seed with a string label: the torch seed of a fold's init and of
+    each epoch (fold_training.cpp)."""
+    h = 0xCBF29CE484222325
+    for b in what.encode():
+        h = ((h ^ b) * 0x100000001B3) & M64
+    return splitmix64(splitmix64(seed & M64) ^ h)
 
 
 # --------------------------------------------------------------- sampler (sampler.cpp)

@@ -9,6 +9,12 @@
       every run of RUNS_TSV (case, ranks, processed dir, log, exit code, seconds, peak
       RSS kB) rejected exactly its case's files, naming file, key and reason, exited with
       3, and left the good graphs identical to REF_DIR. Writes a markdown table to OUT_MD.
+  faults_check.py bad-records CASES_JSON RUNS_TSV GOOD_DIR STAGE_DIR ALL_DIR OUT_MD
+      every run of RUNS_TSV (name, output dir, log, exit code, seconds, peak RSS kB,
+      rejected TSV) of tpuperf-featurize on make_bad_records.py's cases exited with 3,
+      rejected exactly what its cases expect (file, record and reason, in the TSV and the
+      log) and wrote every other output equal to the good run's (GOOD_DIR); run "all"
+      holds every case at once as ALL_DIR/<case>.pb. Writes a markdown table to OUT_MD.
   faults_check.py metrics REF_CSV CSV
       the two metrics.csv hold the same rows (collection, fold, epoch, split) with the
       same loss and score (timing columns may differ).
@@ -171,6 +177,15 @@ def check_run(cases, run, ref_digest):
     return problems, got
 
 
+def write_table(out_md, header, rows, failed, what):
+    """The markdown table of a bad-input or bad-record check; returns the exit code."""
+    with open(out_md, "w") as f:
+        f.write(f"| {header} |\n|" + "---|" * (header.count("|") + 1) + "\n")
+        f.write("\n".join(rows) + "\n")
+    print(f"{len(rows) - failed} of {len(rows)} {what} runs passed")
+    return 1 if failed else 0
+
+
 def cmd_bad_inputs(argv):
     cases_tsv, runs_tsv, ref, out_md = argv
     cases = {r[0]: (r[1], r[2], r[3], r[4]) for r in read_tsv(cases_tsv)}
@@ -191,12 +206,132 @@ def cmd_bad_inputs(argv):
         rows.append(f"| {what} | {ranks} | {rc} | {secs} | {int(rss) // 1024} | {said} | {outcome} |")
         if problems:
             print(f"FAIL {names} ({ranks} ranks): " + "; ".join(problems))
-    with open(out_md, "w") as f:
-        f.write("| case | ranks | exit | s | peak RSS MB | rejection (key: reason) | outcome |\n")
-        f.write("|---|---|---|---|---|---|---|\n")
-        f.write("\n".join(rows) + "\n")
-    print(f"{len(rows) - failed} of {len(rows)} bad-input runs passed")
-    return 1 if failed else 0
+    return write_table(out_md, "case | ranks | exit | s | peak RSS MB | rejection (key: reason) | outcome",
+                       rows, failed, "bad-input")
+
+
+def npz_outputs(d):
+    """{file stem: relative path} of the npz files under d."""
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            if f.endswith(".npz"):
+                out[f[:-4]] = os.path.relpath(os.path.join(root, f), d)
+    return out
+
+
+def without_config(arrays, j):
+    """A featurized file's arrays without config j (what a rejected run leaves)."""
+    out = dict(arrays)
+    for k in ("config_feat", "config_runtime", "config_runtime_normalizers", "node_config_feat"):
+        if k in out:
+            out[k] = np.delete(out[k], j, axis=0)
+    return out
+
+
+def same_arrays(a, b):
+    return sorted(a) == sorted(b) and all(
+        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and np.array_equal(a[k], b[k]) for k in a)
+
+
+def load_npz(path):
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+def expected_outputs(case, good, prefix):
+    """{output stem in this run: (good stem, config index removed or None)} for a case."""
+    source_dir = "npz/tile/" if case["source"].startswith("op_") else "npz/layout/"
+    stems = [s for s, rel in good.items() if rel.startswith(source_dir)]
+    src_stem = case["source"][:-3]
+    out = {}
+    for stem in stems:
+        if "*" in case["lost"] or stem in case["lost"]:
+            continue
+        out[prefix + stem[len(src_stem):]] = (stem, case["shrunk"].get(stem))
+    return out
+
+
+def check_rejections(case, path, rows, text):
+    problems = []
+    got = [r for r in rows if r[0] == path]
+    if len(got) != len(case["expect"]):
+        problems.append(f"{len(got)} rejections of {path}, expected {len(case['expect'])}: {got}")
+    for (record_re, reason_re), row in zip(case["expect"], got):
+        if not re.search(record_re, row[1]) or not re.search(reason_re, row[2]):
+            problems.append(f"rejection '{row[1]}: {row[2]}' does not match /{record_re}/ /{reason_re}/")
+        if f"rejected {path}: {row[1]}: {row[2]}" not in text:
+            problems.append(f"no log line naming {path}, '{row[1]}' and the reason")
+    return problems
+
+
+def check_outputs(expected, good_dir, good, out_dir):
+    problems = []
+    got = npz_outputs(out_dir)
+    for stem in sorted(set(got) - set(expected)):
+        problems.append(f"unexpected output {got[stem]}")
+    for stem, (good_stem, removed) in sorted(expected.items()):
+        if stem not in got:
+            problems.append(f"lost output {stem}")
+            continue
+        want = load_npz(os.path.join(good_dir, good[good_stem]))
+        if removed is not None:
+            want = without_config(want, removed)
+        if not same_arrays(load_npz(os.path.join(out_dir, got[stem])), want):
+            problems.append(f"output {stem} differs from the good run's"
+                            + (f" without config {removed}" if removed is not None else ""))
+    return problems
+
+
+def check_record_run(cases, run, good_dir, good, stage_dir, all_dir):
+    """Problems of one tpuperf-featurize run over bad records (empty: passed)."""
+    name, out_dir, log, rc, secs, rss, rejected_tsv = run
+    text = open(log, errors="replace").read()
+    problems = [] if rc == "3" else ["timed out (hang)" if rc == "124" else f"exit code {rc}, expected 3"]
+    if SIGNS_OF_CRASH.search(text):
+        problems.append("crash in log: " + SIGNS_OF_CRASH.search(text).group(0))
+    rows = read_tsv(rejected_tsv) if os.path.exists(rejected_tsv) else []
+    rows = [r for r in rows if not r[0].startswith("#")]
+    if name == "all":
+        runs_cases = [(c, os.path.join(all_dir, c["case"] + ".pb"), c["case"]) for c in cases.values()]
+        expected = {}
+    else:
+        c = cases[name]
+        runs_cases = [(c, os.path.join(stage_dir, c["file"]), c["source"][:-3])]
+        # The good companion file of the other kind is featurized in the same run.
+        companion = {"case": "-", "source": "module_tuning_data_layout.pb" if c["source"].startswith("op_")
+                     else "op_tuning_data.pb", "lost": [], "shrunk": {}}
+        expected = expected_outputs(companion, good, companion["source"][:-3])
+    for c, path, prefix in runs_cases:
+        problems += check_rejections(c, path, rows, text)
+        expected.update(expected_outputs(c, good, prefix))
+    known = {p for _, p, _ in runs_cases}
+    problems += [f"also rejected {r[0]}: {r[1]}: {r[2]}" for r in rows if r[0] not in known]
+    problems += check_outputs(expected, good_dir, good, out_dir)
+    return problems, rows, len(expected)
+
+
+def cmd_bad_records(argv):
+    cases_json, runs_tsv, good_dir, stage_dir, all_dir, out_md = argv
+    cases = {c["case"]: c for c in json.load(open(cases_json))}
+    good = npz_outputs(good_dir)
+    lines, failed = [], 0
+    for run in read_tsv(runs_tsv):
+        name, rc, secs, rss = run[0], run[3], run[4], run[5]
+        problems, rows, kept = check_record_run(cases, run, good_dir, good, stage_dir, all_dir)
+        failed += bool(problems)
+        outcome = "PASS" if not problems else "FAIL: " + "; ".join(problems[:3])
+        if name == "all":
+            what, said = f"all {len(cases)} bad records at once", f"{len(rows)} rejections"
+        else:
+            what = f"`{name}`: {cases[name]['description']}"
+            said = "<br>".join(f"`{r[1]}`: {r[2]}" for r in rows)
+        said = said.replace("|", "\\|")
+        lines.append(f"| {what} | {rc} | {secs} | {int(rss) // 1024} | {said} | {kept} | {outcome} |")
+        if problems:
+            print(f"FAIL {name}: " + "; ".join(problems))
+    return write_table(out_md, "case | exit | s | peak RSS MB | rejections (record: reason) | outputs kept | outcome",
+                       lines, failed, "bad-record")
 
 
 def cmd_metrics(argv):
@@ -266,8 +401,8 @@ def cmd_results(argv):
 
 
 def main(argv):
-    cmds = {"same": cmd_same, "bad-inputs": cmd_bad_inputs, "metrics": cmd_metrics, "flip": cmd_flip,
-            "results": cmd_results}
+    cmds = {"same": cmd_same, "bad-inputs": cmd_bad_inputs, "bad-records": cmd_bad_records,
+            "metrics": cmd_metrics, "flip": cmd_flip, "results": cmd_results}
     if not argv or argv[0] not in cmds:
         print(__doc__)
         return 2

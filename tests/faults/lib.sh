@@ -62,6 +62,23 @@ elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
 # write_section NAME BODY_FILE: replaces this script's section of RESULTS.md.
 write_section() { $CHECK results "$RESULTS" "$1" "$2"; }
 
+# table_section NAME TITLE RC: this script's section of RESULTS.md from the heading TITLE,
+# the description read from stdin, the check's table ($work/table.md) and the outcome;
+# then fails the script unless RC is 0.
+table_section() {
+  {
+    echo "## $2"
+    echo
+    cat
+    echo
+    cat "$work/table.md"
+    echo
+    [ "$3" -eq 0 ] && echo "Outcome: PASS" || echo "Outcome: FAIL"
+  } > "$work/section.md"
+  write_section "$1" "$work/section.md"
+  [ "$3" -eq 0 ] || fail "$1 checks failed (see above)"
+}
+
 # The MPI ranks of a job started in the background as `timeout ... mpirun ...`:
 # rank_pids TIMEOUT_PID prints the pids of mpirun's children (the ranks), one per line.
 rank_pids() {

@@ -197,15 +197,18 @@ def _zero_byte_member(a):
     return npz_of(a, replace={"config_runtime": b""})
 
 
-def _fortran(a):
-    nf = a["node_feat"]
-    return npz_of(a, replace={"node_feat": npy_raw("<f4", nf.shape, np.asfortranarray(nf).tobytes("F"),
-                                                   fortran=True)})
+def _fortran_nan(a):
+    # numpy saves a Fortran-ordered array as such; the reader puts it in C order first, so
+    # the NaN is still reported at node 3, feature 7.
+    nf = a["node_feat"].copy()
+    nf[3, 7] = np.nan
+    return npz_of(dict(a, node_feat=np.asfortranarray(nf)))
 
 
-def _big_endian(a):
-    nf = a["node_feat"]
-    return npz_of(a, replace={"node_feat": npy(nf.astype(">f4"))})
+def _big_endian_edge(a):
+    # Read without swapping, the endpoint would be a huge number, not the node count.
+    bad = with_value(a, "edge_index", (0, 1), len(a["node_opcode"]))
+    return npz_of(dict(bad, edge_index=bad["edge_index"].astype(">i8")))
 
 
 def _wrong_dtype(a):
@@ -343,10 +346,10 @@ CASES = {
                                                  header_len=0)})),
     "object_dtype": (LNR, "train", "node_opcode", r"unsupported dtype '\|O'",
                      "an object-dtype (pickled) member", _object_dtype),
-    "fortran_order": (LXR, "train", "node_feat", r"fortran_order",
-                      "node_feat in Fortran order", _fortran),
-    "big_endian": (TILE, "train", "node_feat", r"big-endian dtype '>f4'",
-                   "node_feat as big-endian float32", _big_endian),
+    "fortran_nan_feat": (LXR, "train", "node_feat", r"node 3 feature 7 is nan",
+                         "a NaN in a Fortran-order node_feat (numpy order, read in C order)", _fortran_nan),
+    "big_endian_edge": (TILE, "train", "edge_index", r"edge 0 endpoint (\d+) is outside \[0, \1\)",
+                        "a big-endian edge_index with an endpoint equal to the node count", _big_endian_edge),
     "shape_lie": (LND, "train", "node_feat", r"header says shape .* but the member holds",
                   "a header declaring 5 more rows than the data holds", _shape_lie),
     "huge_header_len": (TILE, "valid", "config_runtime", r"header length \d+ exceeds",

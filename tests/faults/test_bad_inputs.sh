@@ -78,22 +78,14 @@ set -e
 over=$(awk -F'\t' -v ref="$ref_rss" '$7 > ref + 65536 {print $1 " (" int($7/1024) " MB)"}' "$work/runs.tsv")
 [ -z "$over" ] || { echo "FAIL: peak RSS far above the good run's $((ref_rss / 1024)) MB: $over"; rc=1; }
 
-{
-  echo "## Bad inputs through tpuperf-preprocess (test_bad_inputs.sh)"
-  echo
-  echo "$(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) cores, ${SECONDS} s in all. A tiny generated tree"
-  echo "(64 good files); each case is one file beside the good files of its collection (only that"
-  echo "collection is preprocessed), then all cases at once over all collections. Reference run without bad files:"
-  echo "peak RSS $((ref_rss / 1024)) MB; a run passes when it exits with 3, rejects exactly its"
-  echo "bad files with the expected key and reason (in rejected.txt and the log), and every good"
-  echo "graph (rows, fold, counts) and transform equals the reference run's; its peak RSS must be"
-  echo "within 64 MB of the reference's. The two multi-terabyte cases were also run under"
-  echo "\`ulimit -v 2000000\` (2 GB of address space): both rejected, exit 3."
-  echo
-  cat "$work/table.md"
-  echo
-  [ "$rc" -eq 0 ] && echo "Outcome: PASS" || echo "Outcome: FAIL"
-} > "$work/section.md"
-write_section bad_inputs "$work/section.md"
-[ "$rc" -eq 0 ] || fail "bad-input checks failed (see above)"
+table_section bad_inputs "Bad inputs through tpuperf-preprocess (test_bad_inputs.sh)" "$rc" <<TEXT
+$(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) cores, ${SECONDS} s in all. A tiny generated tree
+(64 good files); each case is one file beside the good files of its collection (only that
+collection is preprocessed), then all cases at once over all collections. Reference run without bad files:
+peak RSS $((ref_rss / 1024)) MB; a run passes when it exits with 3, rejects exactly its
+bad files with the expected key and reason (in rejected.txt and the log), and every good
+graph (rows, fold, counts) and transform equals the reference run's; its peak RSS must be
+within 64 MB of the reference's. The two multi-terabyte cases were also run under
+\`ulimit -v 2000000\` (2 GB of address space): both rejected, exit 3.
+TEXT
 echo "PASS test_bad_inputs (${SECONDS} s)"

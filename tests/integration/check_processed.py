@@ -2,7 +2,8 @@
 """Checks a tpuperf processed_dir against the raw npz tree it came from, recomputing
 every step independently with numpy (no tpuperf code): config dedup (unique rows, min
 runtime), k-hop pruning (frontier expansion over an undirected adjacency), re-padding of
-the minor_to_major columns, exact decoding of the base-7 packed layout configs, fold
+the minor_to_major columns (shards hold untransformed features; schema version 2 keeps the
+transform in the manifest only), exact decoding of the base-7 packed layout configs, fold
 grouping by model family, and the test split left untouched.
 
 usage: check_processed.py RAW_DIR PROCESSED_DIR PRUNE_HOPS FOLDS [OTHER_PROCESSED_DIR]
@@ -69,7 +70,12 @@ class Shards:
 
     def graph(self, shard, i):
         if shard not in self.open:
-            self.open[shard] = h5py.File(os.path.join(self.root, shard), "r")
+            f = h5py.File(os.path.join(self.root, shard), "r")
+            # Schema version 2: the transform lives in the manifest, not in the shards.
+            if int(f.attrs["schema_version"]) != 2 or "feature_transform" in f:
+                fail(f"{shard}: schema_version {f.attrs['schema_version']} with groups "
+                     f"{sorted(f.keys())}, expected 2 without feature_transform")
+            self.open[shard] = f
         f = self.open[shard]
 
         def rows(name, off):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tpuperf-inspect --json on files numpy writes (savez and savez_compressed) reports
 # exactly numpy's view of them: every key, dtype string and shape; and a graph summary
-# that matches the arrays. Usage: test_inspect.sh BIN_DIR SRC_DIR
+# that matches the arrays, also for Fortran-order and big-endian members, which --validate
+# accepts. Usage: test_inspect.sh BIN_DIR SRC_DIR
 set -euo pipefail
 BIN=$1
 PY=/usr/bin/python3
@@ -23,20 +24,24 @@ tile = dict(
 )
 np.savez(f"{d}/tile_plain.npz", **tile)
 np.savez_compressed(f"{d}/tile_deflated.npz", **tile)
+odd = dict(tile, node_feat=np.asfortranarray(tile["node_feat"]), config_runtime=tile["config_runtime"].astype(">i8"),
+           config_feat=np.asfortranarray(tile["config_feat"]).astype(">f4"))
+np.savez(f"{d}/tile_odd.npz", **odd)
 np.savez_compressed(f"{d}/misc.npz", b=np.array([True, False]), i4=np.arange(6, dtype=np.int32).reshape(2, 3),
                     f8=np.zeros((0, 4)), scalar=np.float32(3.5))
 PY
 
-for f in tile_plain tile_deflated misc; do
+for f in tile_plain tile_deflated tile_odd misc; do
   "$BIN/tpuperf-inspect" --json "$work/$f.npz" > "$work/$f.json"
 done
+"$BIN/tpuperf-inspect" --validate "$work/tile_odd.npz" | grep -q "tile graph: 7 nodes, 9 edges, 5 configs, runtime 20..90 ns"
 # Text mode names the graph summary.
 "$BIN/tpuperf-inspect" "$work/tile_plain.npz" | grep -q "tile graph: 7 nodes, 9 edges, 5 configs, runtime 20..90 ns"
 
 "$PY" - "$work" <<'PY'
 import json, sys, numpy as np
 d = sys.argv[1]
-for f in ["tile_plain", "tile_deflated", "misc"]:
+for f in ["tile_plain", "tile_deflated", "tile_odd", "misc"]:
     out = json.load(open(f"{d}/{f}.json"))["files"][0]
     z = np.load(f"{d}/{f}.npz")
     assert sorted(out["keys"]) == sorted(z.files), (f, out["keys"].keys(), z.files)

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "pipeline/preprocess/features.h"
+#include "tests/mpi_test_util.h"
 
 using namespace tpuperf;
 
@@ -84,13 +85,4 @@ TEST(FeatureStatsMpi, EmptyRankContributesNothing) {
   EXPECT_TRUE(same_bits(mine.to_flat(), whole.to_flat()));
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Every rank prints its own report (interleaved), so a failure on any rank is visible.
-  int result = RUN_ALL_TESTS();
-  int worst = result;  // the job fails when any rank failed
-  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+int main(int argc, char** argv) { return run_mpi_tests(argc, argv); }

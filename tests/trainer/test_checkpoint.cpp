@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "tests/trainer/model_test_util.h"
-#include "trainer/train/checkpoint.h"
+#include "trainer/models/checkpoint.h"
 
 using namespace tpuperf;
 using ::testing::HasSubstr;

@@ -18,7 +18,7 @@
 #include "common/graph.h"
 #include "common/manifest.h"
 #include "common/metrics.h"
-#include "common/shard.h"
+#include "common/shard_writer.h"
 #include "trainer/train/dataset.h"
 
 namespace tpuperf {
@@ -43,17 +43,6 @@ class TempDir {
 };
 
 // What the preprocess driver stores in shards: all 140 columns, untransformed.
-FeatureTransform identity_transform() {
-  FeatureTransform t;
-  for (int c = 0; c < kNodeFeatDim; ++c) {
-    t.kept_columns.push_back(c);
-    t.log1p.push_back(0);
-    t.mean.push_back(0.0);
-    t.stddev.push_back(1.0);
-  }
-  return t;
-}
-
 // The collection's fitted transform: a few columns, one with the log, non-trivial stats.
 FeatureTransform fitted_transform() {
   FeatureTransform t;
@@ -169,7 +158,7 @@ class ProcessedDir {
  private:
   void write(const std::string& file, const std::string& collection, const std::string& split,
              const std::vector<ProcessedGraph>& graphs) {
-    ShardWriter w(shard_path(file), collection, split, identity_transform(), 0);
+    ShardWriter w(shard_path(file), collection, split, 0);
     for (const ProcessedGraph& g : graphs) w.add(g);
     w.close();
     int64_t index = 0;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "pipeline/preprocess/dedup.h"
+#include "common/config_dedup.h"
 
 using namespace tpuperf;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -116,19 +117,64 @@ TEST(NpyHeader, AcceptsNumpyVariants) {
   EXPECT_EQ(parse(npy_with_dict("{'descr': '<i4', 'fortran_order': False, 'shape': (), }")).count(), 1);
 }
 
-TEST(NpyHeader, RejectsFortranOrder) {
-  EXPECT_THAT(parse_error("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }"),
-              HasSubstr("fortran_order arrays are not supported"));
+TEST(NpyHeader, ReadsFortranOrder) {
+  NpyHeader h = parse(npy_with_dict("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }"));
+  EXPECT_TRUE(h.fortran_order);
+  EXPECT_TRUE(h.needs_transpose());
+  // With at most one dimension above 1 (or no elements) both orders are the same bytes.
+  for (const char* shape : {"(6,)", "(1, 6)", "(6, 1, 1)", "(0, 3)", "()"})
+    EXPECT_FALSE(parse(npy_with_dict(std::string("{'descr': '<f4', 'fortran_order': True, 'shape': ") + shape +
+                                     ", }"))
+                     .needs_transpose())
+        << shape;
+  EXPECT_TRUE(parse(npy_with_dict("{'descr': '<f4', 'fortran_order': True, 'shape': (3, 1, 2), }")).needs_transpose());
 }
 
-TEST(NpyHeader, RejectsBigEndian) {
-  for (const char* d : {">f4", ">i8", ">f8"})
-    EXPECT_THAT(parse_error(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (2,), }"),
-                HasSubstr(std::string("big-endian dtype '") + d + "' is not supported"));
+TEST(NpyHeader, ReadsBigEndian) {
+  const std::vector<std::pair<const char*, DType>> types = {
+      {">i4", DType::I4}, {">i8", DType::I8}, {">f4", DType::F4}, {">f8", DType::F8}};
+  for (const auto& [d, t] : types) {
+    NpyHeader h = parse(npy_with_dict(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (2,), }"));
+    EXPECT_EQ(h.dtype, t) << d;
+    EXPECT_TRUE(h.big_endian) << d;
+    EXPECT_EQ(h.descr(), d);
+  }
+  NpyHeader le = parse(npy_with_dict("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }"));
+  EXPECT_FALSE(le.big_endian);
+  EXPECT_EQ(le.descr(), "<i8");
+}
+
+TEST(NpyLayout, FortranBigEndianBecomesCOrderLittleEndian) {
+  // value(i, j, k) = 100 i + 10 j + k for shape (2, 3, 4); the file holds it in Fortran
+  // order (i fastest) with every int32 big-endian.
+  NpyHeader h = parse(npy_with_dict("{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3, 4), }"));
+  std::vector<uint8_t> data;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 2; ++i) {
+        uint32_t v = 100 * i + 10 * j + k;
+        for (int b = 3; b >= 0; --b) data.push_back(static_cast<uint8_t>(v >> (8 * b)));
+      }
+  to_native_layout(h, data);
+  std::vector<int32_t> got(24);
+  std::memcpy(got.data(), data.data(), data.size());
+  std::vector<int32_t> want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) want.push_back(100 * i + 10 * j + k);
+  EXPECT_EQ(got, want);
+}
+
+TEST(NpyLayout, SwapsEachElement) {
+  std::vector<uint8_t> d = {1, 2, 3, 4, 5, 6, 7, 8};
+  swap_element_bytes(d.data(), d.size(), 4);
+  EXPECT_EQ(d, (std::vector<uint8_t>{4, 3, 2, 1, 8, 7, 6, 5}));
+  swap_element_bytes(d.data(), d.size(), 8);
+  EXPECT_EQ(d, (std::vector<uint8_t>{5, 6, 7, 8, 1, 2, 3, 4}));
 }
 
 TEST(NpyHeader, RejectsUnknownDtypes) {
-  for (const char* d : {"|i1", "<u1", "<f2", "<c8", "|O", "<U10", "f4"})
+  for (const char* d : {"|i1", "<u1", ">u1", ">b1", "<f2", ">f2", "<c8", ">c8", "|O", "<U10", "f4", "=f4"})
     EXPECT_THAT(parse_error(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (2,), }"),
                 HasSubstr(std::string("unsupported dtype '") + d + "'"));
   EXPECT_THAT(parse_error("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }"),

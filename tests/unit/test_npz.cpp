@@ -426,14 +426,24 @@ TEST_F(NpzTest, UnknownDtypeFortranOrderBigEndian) {
   std::string p = write(
       "dtypes.npz",
       build_zip({{"i1.npy", npy_dict("{'descr': '|i1', 'fortran_order': False, 'shape': (2,), }", "ab")},
-                 {"fo.npy", npy_dict("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1), }", "abcd")},
+                 {"fo.npy", npy_dict("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", "adbecf")},
                  {"be.npy", npy_dict("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", "abcd")}}));
   NpzReader r(p);
   EXPECT_THAT(error_of([&] { r.read("i1"); }), HasSubstr(prefix(p, "i1") + "unsupported dtype '|i1'"));
-  EXPECT_THAT(error_of([&] { r.read("fo"); }),
-              HasSubstr(prefix(p, "fo") + "fortran_order arrays are not supported"));
-  EXPECT_THAT(error_of([&] { r.header("be"); }),
-              HasSubstr(prefix(p, "be") + "big-endian dtype '>f4' is not supported"));
+  // Converted on load: Fortran order to C order, big-endian to little-endian.
+  NpyArray fo = r.read("fo");
+  EXPECT_EQ(std::string(fo.data.begin(), fo.data.end()), "abcdef");
+  EXPECT_TRUE(r.header("fo").fortran_order);
+  NpyArray be = r.read("be");
+  EXPECT_EQ(be.dtype, DType::F4);
+  EXPECT_EQ(std::string(be.data.begin(), be.data.end()), "dcba");
+  EXPECT_EQ(r.header("be").descr(), ">f4");
+  std::string streamed;
+  r.read_chunks("fo", nullptr, [&](const uint8_t* d, size_t n) { streamed.append(d, d + n); });
+  EXPECT_EQ(streamed, "abcdef");
+  streamed.clear();
+  r.read_chunks("be", nullptr, [&](const uint8_t* d, size_t n) { streamed.append(d, d + n); });
+  EXPECT_EQ(streamed, "dcba");
 }
 
 TEST_F(NpzTest, HeaderShapeNotMatchingMemberSize) {

@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "tests/test_util.h"
+#include "common/graph.h"
 #include "common/npz.h"
 
 using namespace tpuperf;
@@ -195,4 +196,55 @@ print('ok')
     NpzReader r(dir_ + "/" + name);
     check_python_arrays(r);
   }
+}
+
+// numpy keeps an array's order and byte order when it saves it: Fortran-order arrays
+// (np.asfortranarray, transposes) and big-endian dtypes ('>f4', from other machines or
+// astype) are what np.load reads back as the same values. The reader converts them on
+// load, in read() and in the streamed read_chunks() the graph loaders use, so a graph
+// saved that way loads equal to the same graph saved plainly.
+TEST_F(NumpyTest, ReadsFortranOrderAndBigEndianLikeNumpy) {
+  std::string script = R"PY(
+import sys, numpy as np
+d = sys.argv[1]
+n = 2000  # node_feat of 2000 x 140 float32 is 1.1 MB: more than one 1 MiB chunk
+odd = dict(
+    node_feat=np.asfortranarray((np.arange(n * 140, dtype=np.float32) * 0.5 - 7).reshape(n, 140)),
+    node_opcode=(np.arange(n) % 121).astype(np.uint8),
+    edge_index=np.stack([np.arange(1, n), np.arange(n - 1)], 1).astype('>i8'),
+    config_feat=np.asfortranarray((np.arange(5 * 24) * 3 - 11).astype('>f4').reshape(5, 24)),
+    config_runtime=np.array([50, 20, 30, 90, 40], dtype='>i8'),
+    config_runtime_normalizers=np.full(5, 10, dtype='>i4'),
+)
+for k, a in odd.items():
+    assert k in ('node_opcode',) or not a.flags.c_contiguous or a.dtype.byteorder == '>', k
+np.savez(d + '/odd.npz', **odd)
+np.savez_compressed(d + '/odd_deflated.npz', **odd)
+plain = {k: np.ascontiguousarray(a, dtype=a.dtype.newbyteorder('<')) for k, a in odd.items()}
+np.savez(d + '/plain.npz', **plain)
+cube = np.asfortranarray((np.arange(3 * 1 * 4, dtype=np.float64) / 8).reshape(3, 1, 4)).astype('>f8')
+np.savez(d + '/cube.npz', cube=cube)
+for name in ('odd', 'odd_deflated'):  # numpy itself reads them as the plain arrays
+    got = np.load(d + '/' + name + '.npz')
+    assert all(np.array_equal(got[k], plain[k]) for k in plain), name
+)PY";
+  ASSERT_EQ(run_python(dir_, "odd.py", script), 0);
+  TileGraph want = load_tile_graph(dir_ + "/plain.npz");
+  for (const char* name : {"odd.npz", "odd_deflated.npz"}) {
+    SCOPED_TRACE(name);
+    NpzReader r(dir_ + "/" + name);
+    EXPECT_TRUE(r.header("node_feat").fortran_order);
+    EXPECT_EQ(r.header("edge_index").descr(), ">i8");
+    NpzReader plain(dir_ + "/plain.npz");
+    for (const char* key : {"node_feat", "edge_index", "config_feat", "config_runtime_normalizers"})
+      EXPECT_EQ(r.read(key).data, plain.read(key).data) << key;
+    TileGraph g = load_tile_graph(dir_ + "/" + name);  // streamed: read_chunks
+    EXPECT_EQ(g.node_feat, want.node_feat);
+    EXPECT_EQ(g.edge_index, want.edge_index);
+    EXPECT_EQ(g.config_feat, want.config_feat);
+    EXPECT_EQ(g.config_runtime, want.config_runtime);
+    EXPECT_EQ(g.config_runtime_normalizers, want.config_runtime_normalizers);
+  }
+  NpzReader r(dir_ + "/cube.npz");
+  expect_values<double>(r.read("cube"), DType::F8, {3, 1, 4}, [](int64_t i) { return i / 8.0; });
 }

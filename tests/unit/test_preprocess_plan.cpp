@@ -7,6 +7,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "common/collection.h"
 #include "common/error.h"
 #include "pipeline/preprocess/plan.h"
 #include "pipeline/preprocess/sources.h"

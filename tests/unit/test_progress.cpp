@@ -1,6 +1,8 @@
 // Progress lines name their unit and show MB/s only for work measured in bytes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/progress.h"
 
 namespace tpuperf {
@@ -31,6 +33,13 @@ TEST(Progress, FormatDuration) {
   EXPECT_EQ(format_duration(185), "3m05s");
   EXPECT_EQ(format_duration(3720), "1h02m");
   EXPECT_EQ(format_duration(-3), "0s");
+  EXPECT_EQ(format_duration(59.6), "1m00s");
+  EXPECT_EQ(format_duration(std::nan("")), "n/a");
+  // The report's precision: tenths under a minute, the same above.
+  EXPECT_EQ(format_duration(42.44, 1), "42.4s");
+  EXPECT_EQ(format_duration(59.96, 1), "1m00s");
+  EXPECT_EQ(format_duration(125, 1), "2m05s");
+  EXPECT_EQ(format_duration(3723, 1), "1h02m");
 }
 
 }  // namespace

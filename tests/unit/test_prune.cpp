@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "pipeline/preprocess/prune.h"
+#include "common/prune.h"
 
 using namespace tpuperf;
 

@@ -18,7 +18,8 @@
 
 #include "tests/test_util.h"
 #include "common/error.h"
-#include "common/shard.h"
+#include "common/shard_reader.h"
+#include "common/shard_writer.h"
 
 namespace tpuperf {
 namespace {
@@ -26,17 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kF = 6;
-
-FeatureTransform make_transform() {
-  FeatureTransform t;
-  for (int j = 0; j < kF; ++j) {
-    t.kept_columns.push_back(j * 3 + 1);
-    t.log1p.push_back(j % 2);
-    t.mean.push_back(0.1 * j - 1.0 / 3.0);
-    t.stddev.push_back(1.0 + j / 7.0);
-  }
-  return t;
-}
 
 // Common part of both kinds, filled from a seeded generator so that every graph differs.
 ProcessedGraph make_base(const std::string& collection, const std::string& name, int64_t nodes,
@@ -132,7 +122,7 @@ std::vector<ProcessedGraph> layout_graphs() {
 
 std::string write_shard(const std::string& path, const std::string& collection,
                         const std::vector<ProcessedGraph>& graphs, int deflate = 4) {
-  ShardWriter w(path, collection, "train", make_transform(), deflate);
+  ShardWriter w(path, collection, "train", deflate);
   int64_t last = 0;
   for (const auto& g : graphs) {
     w.add(g);
@@ -144,14 +134,15 @@ std::string write_shard(const std::string& path, const std::string& collection,
   return path;
 }
 
+// num_node_feat: the graphs' node feature columns; a shard without graphs has 140.
 void expect_round_trip(const std::string& path, const std::string& collection,
-                       const std::vector<ProcessedGraph>& graphs) {
+                       const std::vector<ProcessedGraph>& graphs, int num_node_feat = kF) {
   EXPECT_TRUE(fs::exists(path));
   EXPECT_FALSE(fs::exists(path + ".tmp"));
   ShardReader r(path);
   EXPECT_EQ(r.collection(), collection);
   EXPECT_EQ(r.split(), "train");
-  EXPECT_EQ(r.num_node_feat(), kF);
+  EXPECT_EQ(r.num_node_feat(), num_node_feat);
   ASSERT_EQ(r.num_graphs(), static_cast<int64_t>(graphs.size()));
   for (size_t i = 0; i < graphs.size(); ++i) {
     const ProcessedGraph& g = graphs[i];
@@ -167,11 +158,6 @@ void expect_round_trip(const std::string& path, const std::string& collection,
     expect_same(r.read(static_cast<int64_t>(i)), g);
   }
   EXPECT_EQ(r.find("absent"), -1);
-  const FeatureTransform t = make_transform();
-  EXPECT_EQ(r.feature_transform().kept_columns, t.kept_columns);
-  EXPECT_EQ(r.feature_transform().log1p, t.log1p);
-  EXPECT_EQ(r.feature_transform().mean, t.mean);
-  EXPECT_EQ(r.feature_transform().stddev, t.stddev);
 }
 
 TEST(Shard, TileRoundTrip) {
@@ -198,7 +184,7 @@ TEST(Shard, UncompressedRoundTrip) {
 TEST(Shard, SetFoldBeforeClose) {
   TempDir dir;
   auto graphs = tile_graphs();
-  ShardWriter w(dir.file("s.h5"), "tile:xla", "train", make_transform(), 1);
+  ShardWriter w(dir.file("s.h5"), "tile:xla", "train", 1);
   for (const auto& g : graphs) w.add(g);
   w.set_fold(0, 4);
   w.set_fold(3, kFoldValid);
@@ -212,7 +198,7 @@ TEST(Shard, SetFoldBeforeClose) {
 
 TEST(Shard, EmptyShard) {
   TempDir dir;
-  expect_round_trip(write_shard(dir.file("empty.h5"), "tile:xla", {}), "tile:xla", {});
+  expect_round_trip(write_shard(dir.file("empty.h5"), "tile:xla", {}), "tile:xla", {}, kNodeFeatDim);
 }
 
 // Graph collection/split may be left empty: the shard's are filled in on read.
@@ -288,7 +274,7 @@ TEST(Shard, DestructorWithoutCloseRemovesTemporaryFile) {
   TempDir dir;
   const std::string path = dir.file("s.h5");
   {
-    ShardWriter w(path, "tile:xla", "train", make_transform(), 1);
+    ShardWriter w(path, "tile:xla", "train", 1);
     w.add(make_tile("a", 4, 3, 2, 1));
     EXPECT_TRUE(fs::exists(path + ".tmp"));
   }
@@ -299,7 +285,7 @@ TEST(Shard, DestructorWithoutCloseRemovesTemporaryFile) {
 TEST(Shard, RejectsInconsistentGraphAndStaysUsable) {
   TempDir dir;
   const std::string path = dir.file("s.h5");
-  ShardWriter w(path, "tile:xla", "train", make_transform(), 1);
+  ShardWriter w(path, "tile:xla", "train", 1);
   auto good = make_tile("good", 4, 3, 2, 1);
   auto bad = make_tile("bad", 4, 3, 2, 2);
   bad.node_feat.pop_back();
@@ -328,7 +314,7 @@ void write_past_size_limit(const std::string& path) {
   rlimit limit{256 * 1024, 256 * 1024};
   setrlimit(RLIMIT_FSIZE, &limit);
   try {
-    ShardWriter w(path, "tile:xla", "train", make_transform(), 0);
+    ShardWriter w(path, "tile:xla", "train", 0);
     w.add(make_tile("big", 100000, 10, 2, 1));  // 2.4 MB of node features
     w.close();
     std::fprintf(stderr, "no error\n");
@@ -375,6 +361,68 @@ TEST(Shard, NotAShardIsAClearError) {
   H5Aclose(a);
   H5Fclose(f);
   expect_error(path, "schema_version 99");
+  f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  a = H5Aopen(f, "schema_version", H5P_DEFAULT);
+  const int32_t zero = 0;
+  H5Awrite(a, H5T_NATIVE_INT32, &zero);
+  H5Aclose(a);
+  H5Fclose(f);
+  expect_error(path, "schema_version 0");
+}
+
+// Turns a shard written by this build into one of schema version 1, as the version-1
+// writer left it: the same datasets plus a /feature_transform group of four chunked,
+// checksummed datasets (the identity transform it always held).
+void make_version1(const std::string& path, int columns) {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t a = H5Aopen(f, "schema_version", H5P_DEFAULT);
+  const int32_t v1 = 1;
+  ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT32, &v1), 0);
+  H5Aclose(a);
+  hid_t g = H5Gcreate2(f, "feature_transform", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(g, 0);
+  std::vector<int32_t> kept(static_cast<size_t>(columns));
+  for (int c = 0; c < columns; ++c) kept[static_cast<size_t>(c)] = c;
+  const std::vector<uint8_t> log1p(kept.size(), 0);
+  const std::vector<double> mean(kept.size(), 0.0), stddev(kept.size(), 1.0);
+  auto dataset = [&](const char* name, hid_t file_type, hid_t mem_type, const void* data) {
+    hsize_t dims[1] = {kept.size()}, chunk[1] = {std::max<hsize_t>(kept.size(), 1)};
+    hid_t space = H5Screate_simple(1, dims, nullptr);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, chunk);
+    H5Pset_fletcher32(dcpl);
+    hid_t d = H5Dcreate2(g, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    ASSERT_GE(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0);
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+  };
+  dataset("kept_columns", H5T_STD_I32LE, H5T_NATIVE_INT32, kept.data());
+  dataset("log1p", H5T_STD_U8LE, H5T_NATIVE_UINT8, log1p.data());
+  dataset("mean", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, mean.data());
+  dataset("stddev", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, stddev.data());
+  H5Gclose(g);
+  ASSERT_GE(H5Fclose(f), 0);
+}
+
+// Processed trees written before schema version 2 still load: their shards read as before
+// and the leftover transform group is ignored.
+TEST(Shard, Version1ShardStillReads) {
+  TempDir dir;
+  auto layouts = layout_graphs();
+  for (auto& g : layouts) g.collection = "layout:nlp:random";
+  const std::string layout = write_shard(dir.file("layout_v1.h5"), "layout:nlp:random", layouts);
+  make_version1(layout, kF);
+  expect_round_trip(layout, "layout:nlp:random", layouts);
+  const ConfigRows rows = ShardReader(layout).read_configs(3, {2499, 0, 7});
+  EXPECT_EQ(rows.config_runtime.size(), 3u);
+
+  const auto tiles = tile_graphs();
+  const std::string tile = write_shard(dir.file("tile_v1.h5"), "tile:xla", tiles);
+  make_version1(tile, kF);
+  expect_round_trip(tile, "tile:xla", tiles);
 }
 
 std::string read_bytes(const std::string& path) {

@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/shard.h"
+#include "common/graph.h"
+#include "common/shard_writer.h"
 
 namespace tpuperf {
 namespace {
@@ -65,17 +66,6 @@ ProcessedGraph layout_graph(int gi, const std::string& name, int64_t n, int64_t 
   return g;
 }
 
-FeatureTransform transform() {
-  FeatureTransform t;
-  for (int j = 0; j < kF; ++j) {
-    t.kept_columns.push_back(10 + j);
-    t.log1p.push_back(j % 2);
-    t.mean.push_back(j * 0.5);
-    t.stddev.push_back(1.0 + j);
-  }
-  return t;
-}
-
 const char* kScript = R"PY(
 import sys
 import h5py
@@ -86,8 +76,7 @@ ROOT = {"name", "fold", "num_nodes", "num_edges", "num_configs", "num_config_nod
         "configs_before", "nodes_before", "edges_before", "node_offsets", "edge_offsets",
         "config_offsets", "config_node_offsets", "packed_offsets", "split_offsets",
         "node_feat", "node_opcode", "edge_index", "config_runtime", "config_feat",
-        "config_runtime_normalizers", "node_config_ids", "node_config_packed", "node_splits",
-        "feature_transform"}
+        "config_runtime_normalizers", "node_config_ids", "node_config_packed", "node_splits"}
 DTYPES = {"fold": "int32", "node_feat": "float32", "node_opcode": "uint8",
           "edge_index": "int32", "config_runtime": "int64", "config_feat": "float32",
           "config_runtime_normalizers": "int64", "node_config_ids": "int32",
@@ -104,7 +93,7 @@ def text(v):
 
 def check_common(f, collection, names, sizes):
     assert set(f.keys()) == ROOT, sorted(f.keys())
-    assert int(f.attrs["schema_version"]) == 1
+    assert int(f.attrs["schema_version"]) == 2
     assert text(f.attrs["collection"]) == collection, f.attrs["collection"]
     assert text(f.attrs["split"]) == "valid"
     assert text(f.attrs["created_by"]) == "tpuperf-preprocess"
@@ -145,13 +134,6 @@ def check_common(f, collection, names, sizes):
                               np.stack([(k + 1) % n, k % n], axis=1)), gi
         assert np.array_equal(f["config_runtime"][co[gi]:co[gi + 1]],
                               10000000000 * gi + 3 * np.arange(c) + 1), gi
-
-    t = f["feature_transform"]
-    assert list(t["kept_columns"][()]) == [10, 11, 12, 13, 14]
-    assert t["kept_columns"].dtype == np.int32 and t["log1p"].dtype == np.uint8
-    assert list(t["log1p"][()]) == [0, 1, 0, 1, 0]
-    assert t["mean"].dtype == np.float64 and list(t["mean"][()]) == [0, 0.5, 1, 1.5, 2]
-    assert list(t["stddev"][()]) == [1, 2, 3, 4, 5]
 
 
 def check_tile(path, names, sizes):
@@ -206,14 +188,14 @@ TEST(ShardH5py, H5pyReadsWhatShardWriterWrote) {
   const std::string tile = dir + "/tile.h5", layout = dir + "/layout.h5", script = dir + "/check.py";
   const std::string long_name = "bert_en_cased_L-12_H-768_A-12_batch_size_16_test";
   {
-    ShardWriter w(tile, "tile:xla", "valid", transform(), 4);
+    ShardWriter w(tile, "tile:xla", "valid", 4);
     w.add(tile_graph(0, "a", 4, 3, 5));
     w.add(tile_graph(1, long_name, 1, 0, 1));
     w.add(tile_graph(2, "resnet50.4x4.fp16", 3000, 5000, 700));
     w.close();
   }
   {
-    ShardWriter w(layout, "layout:xla:default", "valid", transform(), 4);
+    ShardWriter w(layout, "layout:xla:default", "valid", 4);
     w.add(layout_graph(0, "x", 6, 5, 3, 2));
     w.add(layout_graph(1, "y", 2, 0, 1, 1));
     w.add(layout_graph(2, long_name, 2000, 3000, 900, 10));

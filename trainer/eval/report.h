@@ -1,5 +1,6 @@
-// Training metrics (metrics.csv) and the human-readable report (report.md with one
-// learning-curve SVG per collection beside it).
+// report.md: the human-readable summary of a training run (scores per collection, fold
+// and ensemble, baselines, time, throughput), linking one learning-curve chart per
+// collection (trainer/eval/charts.h) written beside it.
 #pragma once
 
 #include <cstdint>
@@ -7,35 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "trainer/eval/metrics_log.h"
+
 namespace tpuperf {
-
-// One line of metrics.csv:
-//   collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s
-// split: "train" (loss only), "oof" (the fold's held-out graphs) or "valid". Unknown
-// values are NaN, written as empty fields.
-struct MetricsRow {
-  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-  std::string collection;
-  int fold = 0;  // -1: the ensemble
-  int epoch = 0;
-  int64_t step = 0;
-  std::string split;
-  double loss = kNone, score = kNone, configs_per_s = kNone, elapsed_s = kNone;
-};
-
-extern const char* const kMetricsHeader;
-
-// Appends rows and flushes; writes the header first when the file is new or empty.
-// Throws Error naming the file on I/O failure or a field holding ',' or a newline.
-void append_metrics(const std::string& path, const std::vector<MetricsRow>& rows);
-// Throws Error naming the file and line on a bad header or a malformed row.
-std::vector<MetricsRow> read_metrics(const std::string& path);
-std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string& path);
-
-// Mean over folds of the oof score of each fold's kept epoch (NaN if none): the
-// cross-validation score of a collection. Training keeps the epoch with the best oof score
-// (the first of equals), so this is each fold's best oof score.
-double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection);
 
 // What training measured for one collection; NaN = not measured (shown as n/a).
 struct CollectionReport {
@@ -61,12 +36,6 @@ struct ReportInput {
   std::vector<MetricsRow> metrics;  // for the curves and per-fold tables
 };
 
-// "curves_tile_xla.svg" for "tile:xla".
-std::string curves_file_name(const std::string& collection);
-// Two panels: training loss (mean per epoch) and oof (solid) / valid (dashed) score per
-// epoch, one colour per fold, with axes, ticks, labels and a legend.
-std::string learning_curves_svg(const std::vector<MetricsRow>& rows,
-                                const std::string& collection);
 std::string report_markdown(const ReportInput& input);
 // Writes out_dir/report.md and one SVG per collection, atomically; returns report.md's path.
 std::string write_report(const std::string& out_dir, const ReportInput& input);

@@ -7,8 +7,8 @@
 
 #include "common/cli.h"
 #include "common/error.h"
+#include "common/json.h"
 #include "common/tool_main.h"
-#include "pipeline/inspect/json_writer.h"
 #include "trainer/eval/scoring.h"
 #include "trainer/eval/submission.h"
 

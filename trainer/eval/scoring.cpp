@@ -9,7 +9,6 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "common/hash.h"
 #include "common/metrics.h"
 #include "common/npz.h"
 #include "common/random.h"
@@ -116,9 +115,7 @@ double score_row(const std::vector<int64_t>& row, const TruthGraph& truth) {
 }
 
 double random_baseline(const TruthGraph& truth, uint64_t seed, int draws) {
-  Hasher h(seed);
-  h.update(truth.id());
-  SplitMix64 rng(h.digest());
+  SplitMix64 rng(mix_seed(seed, truth.id()));
   double sum = 0.0;
   int finite = 0;
   for (int d = 0; d < draws; ++d) {

@@ -54,7 +54,7 @@ std::vector<int64_t> parse_configs(const std::string& field, const std::string& 
 
 }  // namespace
 
-std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default) {
+std::vector<int64_t> ranked_configs(const GraphScores& g, bool keep_default) {
   if (g.config_index.size() != g.score.size())
     throw Error(std::to_string(g.config_index.size()) + " config indices but " +
                     std::to_string(g.score.size()) + " scores",
@@ -69,14 +69,29 @@ std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default) {
   if (coll.kind == Kind::Layout) check_covers_all(g, by_index);
   std::vector<double> sorted_scores(by_index.size());
   for (size_t i = 0; i < by_index.size(); ++i) sorted_scores[i] = g.score[by_index[i]];
+  std::vector<int64_t> order = ranking_from_scores(sorted_scores);
   const bool has_default = g.config_index[by_index[0]] == 0;
-  const std::vector<int64_t> order =
-      coll.kind == Kind::Tile
-          ? tile_top_k(sorted_scores, kTileTopConfigs, keep_default && has_default ? 0 : -1)
-          : ranking_from_scores(sorted_scores);
-  std::vector<int64_t> top(order.size());
-  for (size_t i = 0; i < top.size(); ++i) top[i] = g.config_index[by_index[static_cast<size_t>(order[i])]];
-  return top;
+  if (coll.kind == Kind::Tile && keep_default && has_default) {
+    // The top kTileTopConfigs as tile_top_k keeps them (config 0 among them), then the rest
+    // in score order.
+    std::vector<int64_t> head = tile_top_k(sorted_scores, kTileTopConfigs, 0);
+    std::vector<char> taken(order.size(), 0);
+    for (int64_t i : head) taken[static_cast<size_t>(i)] = 1;
+    for (int64_t i : order)
+      if (!taken[static_cast<size_t>(i)]) head.push_back(i);
+    order = std::move(head);
+  }
+  std::vector<int64_t> ranked(order.size());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    ranked[i] = g.config_index[by_index[static_cast<size_t>(order[i])]];
+  return ranked;
+}
+
+std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default) {
+  std::vector<int64_t> ranked = ranked_configs(g, keep_default);
+  if (Collection::parse(g.collection).kind == Kind::Tile && ranked.size() > static_cast<size_t>(kTileTopConfigs))
+    ranked.resize(kTileTopConfigs);
+  return ranked;
 }
 
 Submission make_submission(const std::vector<GraphScores>& scores, bool keep_default) {

@@ -19,10 +19,14 @@ constexpr int kTileTopConfigs = 5;
 // ID -> predicted config indices, best first.
 using Submission = std::map<std::string, std::vector<int64_t>>;
 
-// The TopConfigs of one graph from its scores (ascending score, ties by config index):
-// tile: the first kTileTopConfigs (all when fewer), with config 0 kept among them when
-// keep_default and it was scored (tile_top_k); layout: every config, which requires the
-// scores to cover exactly the configs 0..c-1 (Error naming the graph otherwise).
+// Every scored config of one graph, best first: ascending score, ties by config index;
+// tile with keep_default: the first kTileTopConfigs are tile_top_k's (config 0 kept among
+// them when it was scored), the rest follow in score order. Layout requires the scores to
+// cover exactly the configs 0..c-1 (Error naming the graph otherwise).
+std::vector<int64_t> ranked_configs(const GraphScores& g, bool keep_default = false);
+
+// The TopConfigs of one graph from its scores: ranked_configs, cut to the first
+// kTileTopConfigs for tile (all when fewer); every config for layout.
 std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default = false);
 
 // Rows for the records whose split is "test" (others are ignored, so the ensembled valid

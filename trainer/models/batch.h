@@ -8,11 +8,13 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/collection.h"
 #include "common/graph.h"
 #include "common/processed_graph.h"
+#include "trainer/models/graph_slate.h"
 #include "trainer/models/graph_ops.h"
 
 namespace tpuperf {

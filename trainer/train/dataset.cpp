@@ -4,10 +4,10 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/feature_transform.h"
 #include "common/graph.h"
 #include "common/log.h"
-#include "common/shard.h"
-#include "pipeline/preprocess/features.h"
+#include "common/shard_reader.h"
 
 namespace tpuperf {
 

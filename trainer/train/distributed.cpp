@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/mpi_env.h"
@@ -15,21 +16,6 @@
 namespace tpuperf {
 
 namespace {
-
-// MPI counts are int: large buffers go in pieces.
-constexpr int64_t kMaxMpiCount = int64_t{1} << 30;
-
-int comm_size(MPI_Comm comm) {
-  int size = 1;
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  return size;
-}
-
-int comm_rank(MPI_Comm comm) {
-  int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  return rank;
-}
 
 void free_comm(MPI_Comm& comm) {
   if (comm == MPI_COMM_NULL) return;
@@ -61,14 +47,7 @@ void require_same(std::vector<int64_t> values, MPI_Comm comm, const char* what) 
   check_mpi(MPI_Allreduce(values.data(), hi.data(), n, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
   if (lo != hi)
     throw Error(std::string(what) + ": the module's structure differs across the group (rank " +
-                std::to_string(comm_rank(comm)) + ")");
-}
-
-void bcast_bytes(char* data, int64_t n, MPI_Comm comm) {
-  for (int64_t at = 0; at < n; at += kMaxMpiCount) {
-    const int count = static_cast<int>(std::min(kMaxMpiCount, n - at));
-    check_mpi(MPI_Bcast(data + at, count, MPI_BYTE, 0, comm), "MPI_Bcast");
-  }
+                std::to_string(mpi_rank(comm)) + ")");
 }
 
 // What verify_parameters compares; plain integers and doubles so it travels as bytes.
@@ -153,21 +132,21 @@ FoldLayout& FoldLayout::operator=(FoldLayout&& o) noexcept {
 
 FoldLayout make_fold_layout(MPI_Comm world, int k) {
   if (k < 1) throw Error("fold layout: k = " + std::to_string(k) + ", need at least 1 fold");
-  const int size = comm_size(world), rank = comm_rank(world);
+  const int size = mpi_size(world), rank = mpi_rank(world);
   FoldLayout l;
   l.k = k;
   l.groups = std::min(size, k);
   l.group = rank % l.groups;
   check_mpi(MPI_Comm_split(world, l.group, rank, &l.group_comm), "MPI_Comm_split (fold groups)");
-  l.group_rank = comm_rank(l.group_comm);
-  l.group_size = comm_size(l.group_comm);
+  l.group_rank = mpi_rank(l.group_comm);
+  l.group_size = mpi_size(l.group_comm);
   check_mpi(MPI_Comm_split(world, l.is_leader() ? 0 : MPI_UNDEFINED, l.group, &l.leaders_comm),
             "MPI_Comm_split (group leaders)");
   return l;
 }
 
 void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm) {
-  if (comm_size(comm) == 1) return;
+  if (mpi_size(comm) == 1) return;
   std::vector<torch::Tensor> ts = state_tensors(module);
   const int64_t bytes = total_bytes(ts);
   require_same({static_cast<int64_t>(ts.size()), bytes}, comm, "broadcast_parameters");
@@ -179,7 +158,7 @@ void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm) {
     std::memcpy(buf.data() + at, c.data_ptr(), c.nbytes());
     at += static_cast<int64_t>(c.nbytes());
   }
-  bcast_bytes(buf.data(), bytes, comm);
+  broadcast_bytes(buf.data(), bytes, 0, comm);
 
   torch::NoGradGuard no_grad;
   at = 0;
@@ -192,7 +171,7 @@ void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm) {
 }
 
 void verify_parameters(torch::nn::Module& module, MPI_Comm comm) {
-  const int size = comm_size(comm);
+  const int size = mpi_size(comm);
   if (size == 1) return;
   const StateDigest mine = digest_of(module);
   std::vector<StateDigest> all(static_cast<size_t>(size));
@@ -213,7 +192,7 @@ void verify_parameters(torch::nn::Module& module, MPI_Comm comm) {
 }
 
 void allreduce_doubles(std::vector<double>& values, MPI_Comm comm) {
-  if (values.empty() || comm_size(comm) == 1) return;
+  if (values.empty() || mpi_size(comm) == 1) return;
   allreduce_sum(values.data(), static_cast<int>(values.size()), comm);
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/metrics.h"
 #include "trainer/eval/submission.h"
+#include "trainer/rank/graph_scoring.h"
 #include "trainer/train/distributed.h"
 #include "trainer/train/sampler.h"
 
@@ -37,15 +38,35 @@ ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, 
   return out;
 }
 
+ConfigSource source_of(const GraphSet& set, int64_t i) {
+  ConfigSource src;
+  src.kind = set.kind();
+  src.num_configs = set.graph(i).num_configs();
+  src.slate = [&set, i](const std::vector<int64_t>& configs) { return set.slate(i, configs); };
+  return src;
+}
+
 std::vector<GraphScores> score_set(const TrainSettings& s, RankingModel& model, const GraphSet& set,
                                    const std::string& split, int fold, bool all_configs, MPI_Comm group) {
   int rank = 0, size = 1;
   MPI_Comm_rank(group, &rank);
   MPI_Comm_size(group, &size);
+  if (all_configs) {  // prediction: the one prediction path of trainer/rank/graph_scoring.h
+    std::vector<GraphScores> out;
+    for (int64_t i = rank; i < set.size(); i += size) {
+      GraphScores gs = score_every_config(model, source_of(set, i), s.eval_chunk(set.kind()));
+      gs.collection = set.collection();
+      gs.split = split;
+      gs.name = set.entry(i).name;
+      gs.model = fold;
+      out.push_back(std::move(gs));
+    }
+    model.train();
+    return out;
+  }
   std::vector<std::string> keys;
   for (int64_t i = 0; i < set.size(); ++i) keys.push_back(set.key(i));
-  const int64_t max_configs = all_configs ? std::numeric_limits<int64_t>::max() : s.eval_max_configs;
-  auto plans = make_eval_plans(set.kind(), set.num_configs(), keys, max_configs, s.eval_chunk(set.kind()), s.seed);
+  auto plans = make_eval_plans(set.kind(), set.num_configs(), keys, s.eval_max_configs, s.eval_chunk(set.kind()), s.seed);
   torch::NoGradGuard no_grad;
   model.eval();
   std::vector<GraphScores> out;

@@ -14,9 +14,10 @@
 
 namespace tpuperf {
 
-// Scores graphs of a set with a model: every config (all_configs) or the deterministic
-// evaluation subset (train.eval_max_configs), in chunks of train.<kind>_eval_chunk configs.
-// Graphs are spread over the group's ranks; each rank returns the scores of its share.
+// Scores graphs of a set with a model, in chunks of train.<kind>_eval_chunk configs: every
+// config (all_configs: prediction, through trainer/rank/graph_scoring.h, duplicate configs
+// scored once) or the deterministic evaluation subset (train.eval_max_configs). Graphs
+// are spread over the group's ranks; each rank returns the scores of its share.
 std::vector<GraphScores> score_set(const TrainSettings& s, RankingModel& model, const GraphSet& set,
                                    const std::string& split, int fold, bool all_configs, MPI_Comm group);
 

@@ -9,12 +9,12 @@
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/files.h"
-#include "common/hash.h"
 #include "common/log.h"
 #include "common/progress.h"
+#include "common/random.h"
 #include "trainer/eval/report.h"
 #include "trainer/models/registry.h"
-#include "trainer/train/checkpoint.h"
+#include "trainer/models/checkpoint.h"
 #include "trainer/train/cost_model.h"
 #include "trainer/train/distributed.h"
 #include "trainer/train/evaluation.h"
@@ -27,12 +27,6 @@ namespace tpuperf {
 namespace fs = std::filesystem;
 
 namespace {
-
-uint64_t mix_seed(uint64_t seed, const std::string& what) {
-  Hasher h(seed);
-  h.update(what);
-  return h.digest() & 0x7fffffffffffffffULL;
-}
 
 // Linear warm-up, then cosine decay to 5% of the peak.
 double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {

@@ -69,8 +69,8 @@ int GradientReducer::world_rank_of(int group_rank) const {
 GradientReducer::GradientReducer(torch::nn::Module& module, MPI_Comm comm, double stall_timeout_s,
                                  StallHandler on_stall)
     : comm_(comm), stall_timeout_s_(stall_timeout_s), on_stall_(std::move(on_stall)) {
-  check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+  rank_ = mpi_rank(comm);
+  size_ = mpi_size(comm);
   std::map<torch::ScalarType, std::vector<torch::Tensor>> by_type;
   for (const torch::Tensor& p : module.parameters())
     if (p.requires_grad()) by_type[p.scalar_type()].push_back(p);

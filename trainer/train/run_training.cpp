@@ -7,13 +7,14 @@
 #include <set>
 
 #include "common/collection.h"
+#include "common/collectives.h"
 #include "common/error.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/manifest.h"
 #include "common/metrics.h"
 #include "common/tool_main.h"
-#include "trainer/train/checkpoint.h"
+#include "trainer/models/checkpoint.h"
 #include "trainer/train/compute_threads.h"
 #include "trainer/train/distributed.h"
 #include "trainer/eval/ensemble.h"
@@ -24,6 +25,7 @@
 #include "trainer/train/evaluation.h"
 #include "trainer/train/fold_training.h"
 #include "trainer/train/settings.h"
+#include "trainer/rank/run_dir.h"
 
 namespace tpuperf {
 
@@ -33,25 +35,14 @@ namespace {
 
 // Collective: every rank's bytes to `root` of comm, concatenated in rank order there.
 std::string gather_bytes(const std::string& mine, MPI_Comm comm, int root) {
-  int rank = 0, size = 1;
+  int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(size), displs(size);
-  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm), "MPI_Gather");
-  std::string all;
-  if (rank == root) {
-    int total = 0;
-    for (int r = 0; r < size; ++r) displs[r] = total, total += counts[r];
-    all.resize(static_cast<size_t>(total));
-  }
-  check_mpi(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, root, comm),
-            "MPI_Gatherv");
+  const RankBytes all = tpuperf::gather_bytes(mine, root, comm);
   if (rank != root) return "";
   // Re-frame as one serialized list: each rank's bytes are a serialized list of their own.
   std::vector<GraphScores> merged;
-  for (int r = 0; r < size; ++r) {
-    auto part = deserialize_scores(all.substr(displs[r], counts[r]));
+  for (int r = 0; r < all.ranks(); ++r) {
+    auto part = deserialize_scores(std::string(all.of(r)));
     merged.insert(merged.end(), part.begin(), part.end());
   }
   return serialize_scores(merged);
@@ -253,8 +244,13 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
     make_dirs(s.output_dir);
     // A prediction's config is kept apart: it may name other data, and --resume compares
     // against the config the checkpoints were trained with.
-    cfg.save(s.output_dir + (opts.predict_only ? "/predict_config.yaml" : "/train_config.yaml"));
-    if (!opts.predict_only) save_data_identity(s.output_dir, identity);
+    cfg.save(s.output_dir + "/" + (opts.predict_only ? "predict_config.yaml" : kTrainConfigFile));
+    if (!opts.predict_only) {
+      save_data_identity(s.output_dir, identity);
+      // What preprocessing did to the graphs trained on (pruning hops, dedup): a ranker
+      // applies the same to graphs it has never seen (trainer/rank/run_dir.h).
+      write_file_atomic(s.output_dir + "/" + kPreprocessSettingsFile, manifest.settings);
+    }
   }
   MPI_Barrier(ctx.world);
   FoldLayout layout = make_fold_layout(ctx.world, k);

@@ -1,7 +1,7 @@
 #include "trainer/train/settings.h"
 
 #include "common/error.h"
-#include "pipeline/preprocess/plan.h"
+#include "common/collection.h"
 #include "trainer/models/registry.h"
 
 namespace tpuperf {

@@ -19,7 +19,7 @@ struct TrainSettings {
   int64_t epochs = 10, graphs_per_step = 8;
   int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
-  int64_t tile_eval_chunk = 512, layout_eval_chunk = 128;
+  int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
   double stall_timeout_s = 600;
   LossOptions loss;

@@ -5,7 +5,7 @@
 #include "common/mpi_env.h"
 #include "trainer/losses/registry.h"
 #include "trainer/models/registry.h"
-#include "trainer/train/allocator.h"
+#include "trainer/models/allocator.h"
 #include "trainer/train/run_training.h"
 
 using namespace tpuperf;

@@ -1,0 +1,26 @@
+"""tests/bench/RESULTS.md is one file of sections ("## Preprocessing", "## Training",
+"## Featurizing"), each written by its bench script: replace_section swaps in one
+section and leaves the others as they are; machine() is how each names the machine."""
+import os
+import re
+
+
+def replace_section(results, title, section):
+    """Replaces the section headed '## <title>' of the file (up to the next '## ' heading),
+    or appends it; creates the file when missing."""
+    text = open(results).read() if os.path.exists(results) else "# Benchmarks\n\n"
+    m = re.search(r"^## %s\n.*?(?=^## |\Z)" % re.escape(title), text, flags=re.S | re.M)
+    text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + section
+    with open(results, "w") as f:
+        f.write(text.rstrip("\n") + "\n")
+
+
+def machine():
+    """'2 cores (nproc), AMD EPYC, 23.5 GiB memory'."""
+    model = "?"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_gib = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
+    return f"{os.cpu_count()} cores (nproc), {model}, {mem_gib:.1f} GiB memory"

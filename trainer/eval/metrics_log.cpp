@@ -1,0 +1,167 @@
+#include "trainer/eval/metrics_log.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/files.h"
+
+namespace tpuperf {
+
+const char* const kMetricsHeader =
+    "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s";
+
+namespace {
+
+std::string csv_number(double v) {
+  if (std::isnan(v)) return "";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+void check_field(const std::string& s, const std::string& path, const char* what) {
+  if (s.find_first_of(",\n\r") != std::string::npos)
+    throw Error(std::string(what) + " '" + s + "' holds a comma or a line break", path);
+}
+
+std::string csv_line(const MetricsRow& r) {
+  return r.collection + "," + std::to_string(r.fold) + "," + std::to_string(r.epoch) + "," +
+         std::to_string(r.step) + "," + r.split + "," + csv_number(r.loss) + "," +
+         csv_number(r.score) + "," + csv_number(r.configs_per_s) + "," +
+         csv_number(r.elapsed_s) + "\n";
+}
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = line.find(',', start);
+    const size_t len = comma == std::string::npos ? std::string::npos : comma - start;
+    out.push_back(line.substr(start, len));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+int64_t parse_int(const std::string& s, const char* column) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0)
+    throw Error(std::string("column ") + column + ": '" + s + "' is not an integer");
+  return v;
+}
+
+double parse_double(const std::string& s, const char* column) {
+  if (s.empty()) return MetricsRow::kNone;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (*end != '\0')
+    throw Error(std::string("column ") + column + ": '" + s + "' is not a number");
+  return v;
+}
+
+MetricsRow parse_row(const std::string& line) {
+  const auto f = split_fields(line);
+  if (f.size() != 9)
+    throw Error(std::to_string(f.size()) + " fields, expected 9 (" + kMetricsHeader + ")");
+  MetricsRow r;
+  r.collection = f[0];
+  r.fold = static_cast<int>(parse_int(f[1], "fold"));
+  r.epoch = static_cast<int>(parse_int(f[2], "epoch"));
+  r.step = parse_int(f[3], "step");
+  r.split = f[4];
+  if (r.split != "train" && r.split != "oof" && r.split != "valid")
+    throw Error("column split: '" + r.split + "' is not train, oof or valid");
+  r.loss = parse_double(f[5], "loss");
+  r.score = parse_double(f[6], "score");
+  r.configs_per_s = parse_double(f[7], "configs_per_s");
+  r.elapsed_s = parse_double(f[8], "elapsed_s");
+  return r;
+}
+
+}  // namespace
+
+std::string format_value(double v, int decimals) {
+  if (std::isnan(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+double mean_finite(const std::vector<double>& v) {
+  double sum = 0.0;
+  int n = 0;
+  for (double x : v)
+    if (!std::isnan(x)) sum += x, ++n;
+  return n ? sum / n : MetricsRow::kNone;
+}
+
+void append_metrics(const std::string& path, const std::vector<MetricsRow>& rows) {
+  std::string text;
+  for (const auto& r : rows) {
+    check_field(r.collection, path, "collection");
+    check_field(r.split, path, "split");
+    text += csv_line(r);
+  }
+  struct stat st {};
+  const bool fresh = ::stat(path.c_str(), &st) != 0 || st.st_size == 0;
+  if (fresh) text = std::string(kMetricsHeader) + "\n" + text;
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) throw Error(std::string("cannot open for appending: ") + std::strerror(errno), path);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const int err = errno;
+  if (std::fclose(f) != 0 || !ok)
+    throw Error(std::string("write failed: ") + std::strerror(ok ? errno : err), path);
+}
+
+std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string& path) {
+  std::vector<MetricsRow> rows;
+  std::istringstream in(text);
+  std::string line;
+  size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1) {
+      if (line != kMetricsHeader)
+        throw Error("line 1: header is '" + line + "', expected '" + kMetricsHeader + "'", path);
+      continue;
+    }
+    if (line.empty()) continue;
+    try {
+      rows.push_back(parse_row(line));
+    } catch (const Error& e) {
+      throw Error("line " + std::to_string(line_no) + ": " + e.reason(), path);
+    }
+  }
+  if (line_no == 0) throw Error("empty file, expected the header", path);
+  return rows;
+}
+
+std::vector<MetricsRow> read_metrics(const std::string& path) {
+  return parse_metrics(read_text_file(path), path);
+}
+
+double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection) {
+  std::map<int, double> best;  // fold -> best oof score
+  for (const auto& r : rows) {
+    if (r.collection != collection || r.split != "oof" || std::isnan(r.score) || r.fold < 0)
+      continue;
+    auto it = best.find(r.fold);
+    if (it == best.end() || r.score > it->second) best[r.fold] = r.score;
+  }
+  std::vector<double> scores;
+  for (const auto& [fold, score] : best) scores.push_back(score);
+  return mean_finite(scores);
+}
+
+}  // namespace tpuperf

@@ -1,0 +1,47 @@
+// metrics.csv: one line per collection, fold, epoch and split of what training measured
+// (train loss, configs/s, out-of-fold and valid scores), appended as training goes and read
+// back for the report and the cross-validation score.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace tpuperf {
+
+// One line of metrics.csv:
+//   collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s
+// split: "train" (loss only), "oof" (the fold's held-out graphs) or "valid". Unknown
+// values are NaN, written as empty fields.
+struct MetricsRow {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  std::string collection;
+  int fold = 0;  // -1: the ensemble
+  int epoch = 0;
+  int64_t step = 0;
+  std::string split;
+  double loss = kNone, score = kNone, configs_per_s = kNone, elapsed_s = kNone;
+};
+
+extern const char* const kMetricsHeader;
+
+// Appends rows and flushes; writes the header first when the file is new or empty.
+// Throws Error naming the file on I/O failure or a field holding ',' or a newline.
+void append_metrics(const std::string& path, const std::vector<MetricsRow>& rows);
+// Throws Error naming the file and line on a bad header or a malformed row.
+std::vector<MetricsRow> read_metrics(const std::string& path);
+std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string& path);
+
+// Mean over folds of the oof score of each fold's kept epoch (NaN if none): the
+// cross-validation score of a collection. Training keeps the epoch with the best oof score
+// (the first of equals), so this is each fold's best oof score.
+double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection);
+
+// The mean of the values that are not NaN (NaN = not measured); NaN when there is none.
+double mean_finite(const std::vector<double>& values);
+// A measured value with a fixed number of decimals, "n/a" for NaN (report tables, chart
+// ticks).
+std::string format_value(double v, int decimals = 4);
+
+}  // namespace tpuperf

@@ -1,0 +1,215 @@
+// tpuperf-rank: rank the configs of graphs a run has never seen with its fold models, as
+// an autotuner would. No MPI and no processed tree: the run directory and the inputs.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "common/cli.h"
+#include "common/collection.h"
+#include "common/error.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/npz.h"
+#include "common/progress.h"
+#include "common/tool_main.h"
+#include "tpuperf/ranker.h"
+
+using namespace tpuperf;
+
+static const char* kEpilog =
+    "INPUT is a TpuGraphs .npz in the release's format (its runtimes, if any, are not used).\n"
+    "Its collection is --collection, else its place in a release-style tree\n"
+    "(.../tile/xla/test/x.npz, .../layout/nlp/random/test/x.npz), else the run's only\n"
+    "collection of the file's kind (tile: config_feat; layout: node_config_feat).\n\n"
+    "It applies what the run applied: each fold checkpoint's feature transform and model,\n"
+    "the pruning its data was preprocessed with, the fold ensemble (output.ensemble) and\n"
+    "for tile output.tile_keep_default; identical configs share one score.\n\n"
+    "output (stdout):\n"
+    "  text    per input a '# INPUT: ...' line, then 'rank config score' rows best first;\n"
+    "          score is the ensemble's predicted cost relative to the graph's other configs\n"
+    "          (output.ensemble units, e.g. mean z-score); lower = predicted faster\n"
+    "  --csv   a submission's format, rows sorted by ID (ID = <collection>:<file stem>):\n"
+    "          tile the 5 best, layout every config (or --top K)\n"
+    "  --json  {\"run\", \"results\": [{\"input\", \"collection\", \"id\", \"configs\",\n"
+    "          \"distinct_configs\", \"folds\", \"ms\", \"order\", \"score\"}], \"rejected\": [{\"input\", \"error\"}]}\n"
+    "          (score[i] belongs to order[i])\n\n"
+    "examples:\n"
+    "  tpuperf-rank --run runs/demo data/npz_all/npz/tile/xla/test/*.npz --top 5\n"
+    "  tpuperf-rank --run runs/demo --collection layout:xla:random --json my_graph.npz\n\n"
+    "exit codes: 0 done, 2 error (usage, run directory), 3 some inputs rejected (each named on stderr).";
+
+namespace {
+
+struct Settings {
+  std::string run;
+  std::optional<std::string> collection;
+  int64_t top = 0;  // 0: every config
+  enum class Format { Text, Csv, Json } format = Format::Text;
+  RankerOptions ranker;
+  std::vector<std::string> inputs;
+};
+
+int64_t positive_option(const Cli& cli, const std::string& name, int64_t fallback) {
+  if (!cli.has(name)) return fallback;
+  const std::string text = cli.get(name);
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + name + " needs a positive integer, not '" + text + "'");
+}
+
+Settings parse_settings(int argc, char** argv) {
+  Cli cli("tpuperf-rank", "Rank the configs of TpuGraphs-format graphs with a training run's fold models.");
+  cli.option("run", "DIR", "the training run's directory (tpuperf-train's output.dir)")
+      .option("collection", "C", "whose models rank every input, e.g. tile:xla, layout:nlp:random")
+      .option("top", "K", "print only the K configs predicted best")
+      .flag("csv", "print the submission's format (ID,TopConfigs)")
+      .flag("json", "print JSON (format below)")
+      .option("threads", "N", "LibTorch threads (default 1)")
+      .flag("plain", "score with plain LibTorch ops instead of the fused kernels (the same ranking)")
+      .positionals("INPUT...", ".npz files to rank", 1)
+      .epilog(kEpilog);
+  cli.parse(argc, argv);
+  Settings s;
+  if (!cli.has("run")) throw Error("--run DIR is required (the training run's output.dir)");
+  if (cli.has("csv") && cli.has("json")) throw Error("--csv and --json exclude each other");
+  s.run = cli.get("run");
+  if (cli.has("collection")) s.collection = Collection::parse(cli.get("collection")).id();
+  s.top = positive_option(cli, "top", 0);
+  s.format = cli.has("csv") ? Settings::Format::Csv : cli.has("json") ? Settings::Format::Json : Settings::Format::Text;
+  s.ranker.threads = static_cast<int>(positive_option(cli, "threads", 1));
+  s.ranker.fused = !cli.has("plain");
+  s.inputs = cli.args();
+  return s;
+}
+
+// Which of the run's collections ranks an input (see kEpilog).
+std::string collection_of(const std::string& input, const Settings& s, const std::vector<std::string>& trained) {
+  auto list = [&] {
+    std::string t;
+    for (const auto& c : trained) t += (t.empty() ? "" : ", ") + c;
+    return t;
+  };
+  std::string id;
+  if (s.collection) {
+    id = *s.collection;
+  } else if (const auto place = place_in_tree(input)) {
+    id = place->collection.id();
+  } else {
+    NpzReader npz(input);
+    const bool layout = npz.has("node_config_feat");
+    if (!layout && !npz.has("config_feat"))
+      throw Error("holds neither config_feat (tile) nor node_config_feat (layout)", input);
+    std::vector<std::string> of_kind;
+    for (const auto& c : trained)
+      if ((Collection::parse(c).kind == Kind::Layout) == layout) of_kind.push_back(c);
+    if (of_kind.size() != 1)
+      throw Error(std::string("a ") + (layout ? "layout" : "tile") +
+                      " file outside a release tree: pass --collection (the run has " + list() + ")",
+                  input);
+    id = of_kind[0];
+  }
+  if (std::find(trained.begin(), trained.end(), id) == trained.end())
+    throw Error("the run has no trained models of " + id + " (it has " + list() + ")", input);
+  return id;
+}
+
+struct Ranked {
+  std::string input, id;
+  Ranking ranking;
+  double ms = 0;
+};
+
+std::vector<int64_t> listed(const Ranked& r, const Settings& s) {
+  int64_t n = static_cast<int64_t>(r.ranking.order.size());
+  if (s.top > 0) n = std::min(n, s.top);
+  // A submission lists a tile kernel's 5 best.
+  else if (s.format == Settings::Format::Csv && Collection::parse(r.ranking.collection).kind == Kind::Tile)
+    n = std::min<int64_t>(n, 5);
+  return {r.ranking.order.begin(), r.ranking.order.begin() + n};
+}
+
+void print_text(const Ranked& r, const Settings& s) {
+  std::printf("# %s: %s, %zu configs (%lld distinct), %d fold models, %.1f ms\n", r.input.c_str(), r.id.c_str(),
+              r.ranking.order.size(), static_cast<long long>(r.ranking.unique_configs), r.ranking.folds, r.ms);
+  std::printf("%6s %8s %10s\n", "rank", "config", "score");
+  int64_t rank = 0;
+  for (int64_t c : listed(r, s))
+    std::printf("%6lld %8lld %10.4f\n", static_cast<long long>(++rank), static_cast<long long>(c), r.ranking.score[c]);
+}
+
+void add_json(JsonWriter& json, const Ranked& r, const Settings& s) {
+  const auto configs = listed(r, s);
+  std::vector<double> scores;
+  for (int64_t c : configs) scores.push_back(r.ranking.score[c]);
+  json.begin_object()
+      .key("input").value(r.input)
+      .key("collection").value(r.ranking.collection)
+      .key("id").value(r.id)
+      .key("configs").value(r.ranking.order.size())
+      .key("distinct_configs").value(r.ranking.unique_configs)
+      .key("folds").value(r.ranking.folds)
+      .key("ms").value(r.ms)
+      .key("order").array(configs)
+      .key("score").array(scores)
+      .end_object();
+}
+
+}  // namespace
+
+static int rank_inputs(int argc, char** argv) {
+  const Settings s = parse_settings(argc, argv);
+  const std::vector<std::string> trained = trained_collections(s.run);
+  const std::vector<std::string>& inputs = s.inputs;
+  std::map<std::string, Ranker> rankers;  // loaded on first use
+  std::map<std::string, std::string> csv_rows;
+  JsonWriter json;
+  json.begin_object(JsonLayout::OnePerLine).key("run").value(s.run).key("results").begin_array(JsonLayout::OnePerLine);
+  std::vector<std::pair<std::string, std::string>> rejected;
+  Progress progress("ranked", static_cast<int64_t>(inputs.size()), 0, kProgressIntervalSeconds, "inputs");
+  for (const std::string& input : inputs) {
+    try {
+      const std::string collection = collection_of(input, s, trained);
+      auto it = rankers.find(collection);
+      if (it == rankers.end()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        it = rankers.emplace(collection, Ranker(s.run, collection, s.ranker)).first;
+        spdlog::info("loaded {} fold models of {} in {}", it->second.folds(), collection,
+                     format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2));
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      Ranked r{input, "", it->second.rank_file(input), 0};
+      r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      r.id = Collection::parse(collection).submission_id(std::filesystem::path(input).stem().string());
+      if (s.format == Settings::Format::Text) print_text(r, s);
+      if (s.format == Settings::Format::Json) add_json(json, r, s);
+      if (s.format == Settings::Format::Csv) {
+        std::string row = r.id + ",";
+        for (int64_t c : listed(r, s)) row += std::to_string(c) + ";";
+        row.pop_back();
+        csv_rows[r.id] = row;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tpuperf-rank: error: %s\n", e.what());
+      rejected.emplace_back(input, e.what());
+    }
+    progress.tick(0);
+  }
+  progress.finish();
+  json.end_array().key("rejected").begin_array(JsonLayout::OnePerLine);
+  for (const auto& [input, error] : rejected) json.begin_object().key("input").value(input).key("error").value(error).end_object();
+  json.end_array().end_object();
+  if (s.format == Settings::Format::Json) std::printf("%s\n", json.str().c_str());
+  if (s.format == Settings::Format::Csv) {
+    std::printf("ID,TopConfigs\n");
+    for (const auto& [id, row] : csv_rows) std::printf("%s\n", row.c_str());
+  }
+  return rejected.empty() ? kExitOk : kExitRejected;
+}
+
+int main(int argc, char** argv) { return run_tool("tpuperf-rank", argc, argv, rank_inputs); }

@@ -1,0 +1,81 @@
+#include "trainer/rank/run_dir.h"
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/files.h"
+#include "common/log.h"
+
+namespace tpuperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fold_checkpoint(const std::string& dir, const std::string& collection, int fold) {
+  return dir + "/checkpoints/" + collection_dir(collection) + "/fold" + std::to_string(fold) + "/best.pt";
+}
+
+}  // namespace
+
+int64_t RunDir::chunk(Kind kind) const {
+  return config.get_int(kind == Kind::Tile ? "train.tile_eval_chunk" : "train.layout_eval_chunk");
+}
+
+ModelSpec RunDir::configured_model(Kind kind) const {
+  const std::string p = kind == Kind::Tile ? "model.tile." : "model.layout.";
+  ModelSpec s;
+  s.kind = kind;
+  s.arch = config.get_string(p + "arch");
+  s.options.hidden = config.get_int(p + "hidden");
+  s.options.layers = config.get_int(p + "layers");
+  s.options.dropout = config.get_float(p + "dropout");
+  s.options.opcode_dim = config.get_int(p + "opcode_dim");
+  s.options.attention_heads = config.get_int(p + "attention_heads");
+  s.options.fused = config.get_bool("model.fused");
+  return s;
+}
+
+std::vector<std::string> RunDir::fold_checkpoints(const std::string& collection) const {
+  std::vector<std::string> out;
+  while (fs::exists(fold_checkpoint(dir, collection, static_cast<int>(out.size()))))
+    out.push_back(fold_checkpoint(dir, collection, static_cast<int>(out.size())));
+  if (out.empty()) {
+    std::string have;
+    for (const auto& c : collections()) have += (have.empty() ? "" : ", ") + c;
+    throw Error("holds no trained model of " + collection + " (no " + fold_checkpoint(".", collection, 0).substr(2) +
+                    "; trained: " + (have.empty() ? "none" : have) + ")",
+                dir);
+  }
+  return out;
+}
+
+std::vector<std::string> RunDir::collections() const {
+  std::vector<std::string> out;
+  for (const Collection& c : Collection::all())
+    if (fs::exists(fold_checkpoint(dir, c.id(), 0))) out.push_back(c.id());
+  return out;
+}
+
+RunDir open_run_dir(const std::string& dir) {
+  const std::string config_file = dir + "/" + kTrainConfigFile;
+  if (!fs::is_directory(dir)) throw Error("is not a directory (expected a tpuperf-train output.dir)", dir);
+  if (!fs::exists(config_file))
+    throw Error("is missing: not the output.dir of a finished tpuperf-train run", config_file);
+  RunDir r{dir, Config::load(config_file, {})};
+  r.ensemble = parse_ensemble_method(r.config.get_string("output.ensemble"));
+  r.tile_keep_default = r.config.get_bool("output.tile_keep_default");
+  const std::string settings_file = dir + "/" + kPreprocessSettingsFile;
+  if (fs::exists(settings_file)) {
+    r.prune_hops = static_cast<int>(
+        Config::from_text(read_text_file(settings_file), settings_file).get_int("preprocess.prune_hops"));
+  } else {
+    r.prune_hops = static_cast<int>(r.config.get_int("preprocess.prune_hops"));
+    spdlog::warn("{} has no {} (trained by an older tpuperf): pruning layout graphs with the train config's "
+                 "preprocess.prune_hops = {}",
+                 dir, kPreprocessSettingsFile, r.prune_hops);
+  }
+  return r;
+}
+
+}  // namespace tpuperf
