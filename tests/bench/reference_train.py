@@ -792,7 +792,7 @@ def main():
         torch.manual_seed(mix_seed(a.seed, f"{label}/epoch{epoch}/rank0"))
         draws = [sampler.draw(epoch, s) for s in range(spe)]  # before the clock: favours the reference
         loss_sum = graphs_n = configs = batch_s = macs = 0.0
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for step in range(spe):
             for group in opt.param_groups:
                 group["lr"] = learning_rate(a, step_no, total)
@@ -810,9 +810,10 @@ def main():
             graphs_n += len(d)
             configs += sum(len(c) for _, c in d)
             step_no += 1
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         epochs.append({"epoch": epoch + 1, "loss": loss_sum / graphs_n, "configs": configs, "seconds": seconds,
-                       "batch_seconds": batch_s, "forward_macs": macs})
+                       "batch_seconds": batch_s, "forward_macs": macs,
+                       "cpu_seconds": cpu_seconds})
         print(f"{label} epoch {epoch + 1}/{a.epochs}: loss {loss_sum / graphs_n:.4f}, "
               f"{configs / seconds:.0f} configs/s, {seconds:.1f} s ({100 * batch_s / seconds:.0f}% building batches)",
               flush=True)
@@ -822,7 +823,8 @@ def main():
            "speedups": {"split": O.split, "catfree": O.catfree, "segment_reduce": O.segment_reduce,
                         "onehot_config": O.onehot_config, "optimizer": O.optimizer,
                         "dropout_rng": O.dropout_rng, "jit": O.jit, "malloc_env": not a.no_malloc_env},
-           "configs_per_s": sum(e["configs"] for e in epochs) / sum(e["seconds"] for e in epochs)}
+           "configs_per_s": sum(e["configs"] for e in epochs) / sum(e["seconds"] for e in epochs),
+           "configs_per_cpu_s": sum(e["configs"] for e in epochs) / sum(e["cpu_seconds"] for e in epochs)}
     if a.compare_checkpoint:
         out["max_abs_param_diff"], out["params_compared"] = compare_checkpoint(model, a.compare_checkpoint)
         print(f"max |parameter - {a.compare_checkpoint}| = {out['max_abs_param_diff']:.3g} over "
@@ -836,7 +838,8 @@ def main():
     out["gflops"] = fl / sum(e["seconds"] for e in epochs) / 1e9
     if a.optimizer == "flat":
         opt.flat.check()
-    print(f"{label}: {out['configs_per_s']:.1f} configs/s over {a.epochs} epochs; matmuls "
+    print(f"{label}: {out['configs_per_s']:.1f} configs/s over {a.epochs} epochs "
+          f"({out['configs_per_cpu_s']:.1f} per CPU second); matmuls "
           f"{out['train_flops_per_config'] / 1e6:.2f} MFLOP per config, {out['gflops']:.2f} GFLOP/s")
     if a.json:
         json.dump(out, open(a.json, "w"), indent=1)
