@@ -91,7 +91,7 @@ TP_CHECK_EPOCHS=${TP_CHECK_EPOCHS:-2}
 TP_ABLATION_ROUNDS=${TP_ABLATION_ROUNDS:-2}
 TP_PERF_EPOCHS=${TP_PERF_EPOCHS:-8}
 # The reference's speed-ups all off: the plain PyTorch reference of before issue #19.
-ALL_OFF="--no-split --no-catfree --no-segment-reduce --no-onehot-config --dropout-rng bernoulli --optimizer plain --no-malloc-env"
+ALL_OFF="--no-split --no-node-major --no-catfree --no-segment-reduce --no-onehot-config --dropout-rng bernoulli --optimizer plain --no-malloc-env"
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per process on both sides; LibTorch's count is train.threads_per_rank.
@@ -328,7 +328,7 @@ if [ "$DO_THROUGHPUT" = 1 ]; then
     done
     # Ablation: the reference with one speed-up off at a time (--jit: on), then with all
     # off (the plain reference the table compared with before issue #19).
-    variants=("--no-catfree" "--no-segment-reduce" "--dropout-rng bernoulli" "--optimizer foreach"
+    variants=("--no-node-major" "--no-catfree" "--no-segment-reduce" "--dropout-rng bernoulli" "--optimizer foreach"
               "--optimizer plain" "--no-malloc-env" "--jit" "$ALL_OFF")
     if [[ $coll == tile:* ]]; then variants=("--no-split" "${variants[@]}"); else variants=("--no-onehot-config" "${variants[@]}"); fi
     for r in $(seq 1 "$TP_ABLATION_ROUNDS"); do
@@ -545,7 +545,9 @@ if tp:
     lines += ["### Throughput: tpuperf-train vs PyTorch-Python reference (1 core each)", "",
               "The reference (tests/bench/reference_train.py) is the strongest plain-PyTorch version of "
               "the same model and loop we could write (issue #19): the tile model's first block split as "
-              "tpuperf's forward_split, aggregation without the 3H-wide cat, segment_reduce pooling, the "
+              "tpuperf's forward_split, node-major per-config states (N x S x H: gathers and scatters "
+              "over nodes move contiguous rows), aggregation without the 3H-wide cat, pooling over each "
+              "graph's contiguous node run, the "
               "layout config embedding as a one-hot matmul, dropout masks from 16-bit draws, one flat "
               "parameter and gradient buffer (one clipping norm, AdamW on one tensor) and tpuperf-train's "
               "allocator settings (glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_). What each "
@@ -584,8 +586,9 @@ if tp:
     if ablation:
         labels = {
             "--no-split": "tile's first block split (forward_split)",
-            "--no-catfree": "cat-free aggregation (project to 3H, aggregate H-wide slices)",
-            "--no-segment-reduce": "pooling by segment_reduce (max with scatter_reduce's tie-splitting gradient)",
+            "--no-node-major": "node-major states N x S x H (gathers and scatters over nodes move contiguous rows)",
+            "--no-catfree": "cat-free aggregation (three H x H matmuls, then the H-wide products aggregated)",
+            "--no-segment-reduce": "pooling over each graph's contiguous node run (max with scatter_reduce's tie-splitting gradient)",
             "--no-onehot-config": "layout config embedding as a one-hot matmul (not EmbeddingBag)",
             "--dropout-rng bernoulli": "dropout masks from 16-bit draws (not bernoulli_)",
             "--optimizer foreach": "flat parameters and gradients (not AdamW(foreach=True) + one flat norm)",

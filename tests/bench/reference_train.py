@@ -24,13 +24,15 @@ row in memory and draws an epoch's slates before its clock starts: both differen
 the reference.
 
 It is written as a PyTorch user who wants it fast would write it, with the same math: the
-tile model's first block split as tpuperf's forward_split, aggregation without the 3H-wide
-cat, pooling with segment_reduce, the layout config embedding as a one-hot matmul, dropout
-masks from 16-bit draws, parameters and gradients in flat buffers (one clipping norm, one
-AdamW tensor), and tpuperf-train's allocator settings (glibc environment). Each speed-up has a
-flag that turns it off (--no-split, --no-catfree, --no-segment-reduce, --no-onehot-config,
---dropout-rng bernoulli, --optimizer plain|foreach, --no-malloc-env; --jit scripts the loss
-and graph ops), so that bench_train.sh can measure each one's effect.
+tile model's first block split as tpuperf's forward_split, per-config states node-major (N x
+S x H, so that gathers and scatters over nodes move contiguous rows), aggregation without the
+3H-wide cat, pooling over the graphs' contiguous node runs, the layout config embedding as a
+one-hot matmul, dropout masks from 16-bit draws, parameters and gradients in flat buffers
+(one clipping norm, one AdamW tensor), and tpuperf-train's allocator settings (glibc
+environment). Each speed-up has a flag that turns it off (--no-split, --no-node-major,
+--no-catfree, --no-segment-reduce, --no-onehot-config, --dropout-rng bernoulli, --optimizer
+plain|foreach, --no-malloc-env; --jit scripts the loss and the aggregation), so that
+bench_train.sh can measure each one's effect.
 
 Usage: reference_train.py --processed DIR --collection C [--fold F] [options] [--json OUT]
 """
@@ -51,7 +53,7 @@ from torch import nn
 class Options:
     """The reference's speed-ups (all on by default; each has a --no-... flag, so that its
     effect can be measured alone): see main's argument parser."""
-    split = catfree = segment_reduce = onehot_config = True
+    split = catfree = segment_reduce = onehot_config = node_major = True
     optimizer = "flat"
     dropout_rng = "bits16"
     jit = False
@@ -276,6 +278,7 @@ def make_batch(tile, graphs, slates):
     lengths = np.array([g.num_nodes for g in graphs])
     assert lengths.min() > 0, "a graph without nodes"  # segment_reduce's max would be -inf
     b["lengths"] = torch.from_numpy(lengths)
+    b["offsets"] = [int(o) for o in offsets]
     if O.catfree or (tile and O.split):
         # Per-batch tables of the cat-free aggregation and the split first block, built in
         # numpy with the batch (no tensor ops per block): producers/consumers per node, and
@@ -284,20 +287,20 @@ def make_batch(tile, graphs, slates):
         consumer, producer = b["consumer"].numpy(), b["producer"].numpy()
         has_p = np.bincount(consumer, minlength=n)  # u is a consumer: it has producers
         has_c = np.bincount(producer, minlength=n)
-        b["dst"] = torch.from_numpy(np.concatenate([consumer, producer]))
-        # y = x W_stack^T viewed as [.., 3N, H]: node w's block k is row 3w + k.
-        b["src_rows"] = torch.from_numpy(np.concatenate([3 * producer + 1, 3 * consumer + 2]))
-        w = np.concatenate([1.0 / has_p[consumer], 1.0 / has_c[producer]]).astype(np.float32)
-        b["edge_w"] = torch.from_numpy(w).unsqueeze(-1)
+        # Per edge, the weight of its term in its consumer's mean over producers and in its
+        # producer's mean over consumers (project_aggregate).
+        b["w_p"] = torch.from_numpy((1.0 / has_p[consumer]).astype(np.float32))
+        b["w_c"] = torch.from_numpy((1.0 / has_c[producer]).astype(np.float32))
         node_graph = np.repeat(np.arange(G), [g.num_nodes for g in graphs])
         b["kind"] = torch.from_numpy(node_graph * 4 + (has_p > 0) + 2 * (has_c > 0))
     if tile:
         b["config_feat"] = torch.from_numpy(np.stack([g.config_feat[ix] for g, ix in zip(graphs, index)]))
     else:
         b["config_node"] = torch.from_numpy(np.concatenate([g.config_ids + o for g, o in zip(graphs, offsets)]))
-        # S x M x 18: slot s of every configurable node of graph g uses config index[g, s].
-        b["config_values"] = torch.from_numpy(
-            layout_values(np.concatenate([g.packed[ix] for g, ix in zip(graphs, index)], axis=1)))
+        # S x M x 18 (node-major: M x S x 18): slot s of every configurable node of graph g
+        # uses config index[g, s].
+        packed = np.concatenate([g.packed[ix] for g, ix in zip(graphs, index)], axis=1)
+        b["config_values"] = torch.from_numpy(np.ascontiguousarray(layout_values(packed.T if O.node_major else packed)))
     return b
 
 
@@ -307,29 +310,45 @@ def clamped_counts(index, n, like):
     return counts.clamp_min(1).unsqueeze(-1)
 
 
+def node_dim(x):
+    """Where the nodes are in a state tensor: per-config states are S x N x H (tpuperf's
+    layout) or, node-major (the default here), N x S x H, whose gathers and scatters over
+    nodes move contiguous S x H rows (index_select / index_add_ along dimension 0 are
+    several times faster than along dimension 1 in torch 1.13); node states N x H."""
+    return 0 if O.node_major or x.dim() == 2 else x.dim() - 2
+
+
+def column(v, x, dim):
+    """A per-node (or per-edge) vector shaped to broadcast along x's dimension dim."""
+    return v.view([-1] + [1] * (x.dim() - 1 - dim))
+
+
 def scatter_mean(x, src, dst):
-    dim, n = x.dim() - 2, x.size(-2)
+    dim = node_dim(x)
+    n = x.size(dim)
     out = torch.zeros_like(x).index_add_(dim, dst, x.index_select(dim, src))
-    return out / clamped_counts(dst, n, x)
+    return out / column(clamped_counts(dst, n, x), x, dim)
 
 
-def with_nodes(x, n):
+def with_nodes(x, dim, n):
     shape = list(x.shape)
-    shape[-2] = n
+    shape[dim] = n
     return shape
 
 
 def segment_mean(x, seg, n):
-    out = torch.zeros(with_nodes(x, n), dtype=x.dtype).index_add_(x.dim() - 2, seg, x)
-    return out / clamped_counts(seg, n, x)
+    dim = node_dim(x)
+    out = torch.zeros(with_nodes(x, dim, n), dtype=x.dtype).index_add_(dim, seg, x)
+    return out / column(clamped_counts(seg, n, x), x, dim)
 
 
 def segment_max(x, seg, n):
+    dim = node_dim(x)
     view = [1] * x.dim()
-    view[-2] = seg.size(0)
+    view[dim] = seg.size(0)
     index = seg.view(view).expand(x.shape)
-    return torch.zeros(with_nodes(x, n), dtype=x.dtype).scatter_reduce(x.dim() - 2, index, x, "amax",
-                                                                         include_self=False)
+    return torch.zeros(with_nodes(x, dim, n), dtype=x.dtype).scatter_reduce(dim, index, x, "amax",
+                                                                              include_self=False)
 
 
 # ----------------------------------------------------------------- models (models.cpp)
@@ -361,14 +380,17 @@ class Dropout(nn.Module):
         return dropout(x, self.p, self.training)
 
 
-def project_aggregate(x, weight, bias, src_rows, edge_w, dst):
-    """bias + W [x, mean of producers' x, mean of consumers' x] on [.., N, H] states, with
-    the 3 blocks of W applied first and the H-wide products aggregated (see make_batch)."""
+def project_aggregate(x, weight, bias, producer, consumer, w_p, w_c, dim: int):
+    """bias + W [x, mean of producers' x, mean of consumers' x] with the nodes along
+    dimension dim: the three H x H blocks of W applied first (three matmuls, no 3H-wide cat
+    and no sliced 3H-wide product, whose backward would write a zero-filled gradient), then
+    the H-wide products moved along the edges, weighted by 1 / count (see make_batch)."""
     H = x.size(-1)
-    y = F.linear(x, weight.view(H, 3, H).transpose(0, 1).reshape(3 * H, H))  # [.., N, 3H]
-    shape = x.shape[:-2] + (3 * x.size(-2), H)
-    moved = y.reshape(shape).index_select(x.dim() - 2, src_rows) * edge_w
-    return (y[..., :H] + bias).index_add_(x.dim() - 2, dst, moved)
+    blocks = weight.view(H, 3, H).transpose(0, 1)  # W_self, W_producers, W_consumers
+    shape = [-1] + [1] * (x.dim() - 1 - dim)
+    out = F.linear(x, blocks[0], bias)
+    out.index_add_(dim, consumer, F.linear(x, blocks[1]).index_select(dim, producer) * w_p.view(shape))
+    return out.index_add_(dim, producer, F.linear(x, blocks[2]).index_select(dim, consumer) * w_c.view(shape))
 
 
 def gelu_dropout_add_norm(z, x, norm, drop):
@@ -378,6 +400,14 @@ def gelu_dropout_add_norm(z, x, norm, drop):
 # The 4 x 3 combinations of the blocks [W_self | W_producers | W_consumers] a node of each
 # kind (bit 0: has producers, bit 1: has consumers) applies to a per-graph term.
 KIND_COMBINE = torch.tensor([[1., 0, 0], [1, 1, 0], [1, 0, 1], [1, 1, 1]])
+
+
+def per_config(node, slot, node_graph):
+    """node[u] + slot term of u's graph, for every config slot: node N x H and slot G x S x H
+    give N x S x H (node-major), or slot S x G x H gives S x N x H."""
+    if O.node_major:
+        return node.unsqueeze(1) + slot.index_select(0, node_graph)
+    return node.unsqueeze(0) + slot.index_select(1, node_graph)
 
 
 class SageBlock(nn.Module):
@@ -395,8 +425,8 @@ class SageBlock(nn.Module):
         # Cat-free: project first (the means are linear), then aggregate H-wide slices. One
         # matmul x W_stack^T gives the three blocks' products [.., N, 3, H]; one
         # index_select + one index_add move both edge directions.
-        return GRAPH_OPS["project_aggregate"](x, self.linear.weight, self.linear.bias, b["src_rows"],
-                                              b["edge_w"], b["dst"])
+        return GRAPH_OPS["project_aggregate"](x, self.linear.weight, self.linear.bias, b["producer"],
+                                              b["consumer"], b["w_p"], b["w_c"], node_dim(x))
 
     def forward(self, x, b):
         return gelu_dropout_add_norm(self.sage_linear(x, b), x, self.norm, self.drop)
@@ -407,15 +437,20 @@ class SageBlock(nn.Module):
         over u's producers (consumers) is the term itself, or 0 when u has none, so the
         linear takes node rows (N) and slot rows (S x G) apart instead of S x N rows."""
         if not O.split:
-            return self.forward(node.unsqueeze(0) + slot.index_select(1, b["node_graph"]), b)
-        S, G, H = slot.shape
+            return self.forward(per_config(node, slot, b["node_graph"]), b)
+        H = node.size(1)
         from_node = self.sage_linear(node, b)  # N x H, bias included
         blocks = self.linear.weight.view(H, 3, H).transpose(0, 1).reshape(3, H * H)
-        kind_w = torch.mm(KIND_COMBINE, blocks).view(4 * H, H)  # kind k's H x H block
-        from_slot = torch.mm(slot.reshape(S * G, H), kind_w.t()).view(S, G * 4, H)
-        z = from_node + from_slot.index_select(1, b["kind"])
-        x = node + slot.index_select(1, b["node_graph"])
-        return gelu_dropout_add_norm(z, x, self.norm, self.drop)
+        kind_w = torch.mm(KIND_COMBINE.to(blocks.dtype), blocks).view(4 * H, H)  # kind k's H x H block
+        if O.node_major:  # slot: G x S x H; per (graph, kind) a row S x H
+            G, S = slot.shape[:2]
+            from_slot = torch.mm(slot.reshape(G * S, H), kind_w.t()).view(G, S, 4, H).transpose(1, 2)
+            z = from_node.unsqueeze(1) + from_slot.reshape(G * 4, S, H).index_select(0, b["kind"])
+        else:  # slot: S x G x H
+            S, G = slot.shape[:2]
+            from_slot = torch.mm(slot.reshape(S * G, H), kind_w.t()).view(S, G * 4, H)
+            z = from_node + from_slot.index_select(1, b["kind"])
+        return gelu_dropout_add_norm(z, per_config(node, slot, b["node_graph"]), self.norm, self.drop)
 
 
 class NodeEncoder(nn.Module):
@@ -448,24 +483,32 @@ class ConfigAttention(nn.Module):
 
 
 class SegmentMax(torch.autograd.Function):
-    """Max over contiguous segments of the node dimension with scatter_reduce("amax")'s
-    gradient: split evenly among tied maxima. (torch 1.13's segment_reduce backward gives
-    each tied element the whole gradient when the reduced axis is not the last but one
-    dimension's inner product is > 1, so only its forward is used.)"""
+    """Per graph, the max of its nodes' states (the graphs' nodes are contiguous runs), with
+    scatter_reduce("amax")'s gradient: split evenly among tied maxima. Node-major: amax of
+    each graph's slice (G small ops on contiguous rows); S x N x H: segment_reduce, whose
+    own backward is not used (torch 1.13's gives each tied element the whole gradient when
+    the reduced axis is not the last)."""
 
     @staticmethod
-    def forward(ctx, x, lengths, node_graph):
-        out = torch.segment_reduce(x, "max", lengths=lengths, axis=x.dim() - 2)
+    def forward(ctx, x, lengths, node_graph, offsets):
+        d = node_dim(x)
+        if d == 0:
+            out = torch.stack([x[offsets[g]:offsets[g + 1]].amax(0) for g in range(len(offsets) - 1)])
+        else:
+            out = torch.segment_reduce(x, "max", lengths=lengths, axis=d)
         ctx.save_for_backward(x, out, lengths, node_graph)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         x, out, lengths, node_graph = ctx.saved_tensors
-        d = x.dim() - 2
+        d = node_dim(x)
         hit = x == out.index_select(d, node_graph)
-        ties = torch.segment_reduce(hit.to(x.dtype), "sum", lengths=lengths, axis=d)
-        return hit * (grad / ties).index_select(d, node_graph), None, None
+        if d == 0:
+            ties = torch.zeros_like(out).index_add_(0, node_graph, hit.to(x.dtype))
+        else:
+            ties = torch.segment_reduce(hit.to(x.dtype), "sum", lengths=lengths, axis=d)
+        return hit * (grad / ties).index_select(d, node_graph), None, None, None
 
 
 class Readout(nn.Module):
@@ -481,13 +524,21 @@ class Readout(nn.Module):
         if O.segment_reduce:
             # The graphs' nodes are contiguous runs: segment_reduce over their lengths (same
             # values, and max's gradient split among ties as scatter_reduce's).
-            lengths = b["lengths"].expand(x.shape[:-2] + (b["G"],))
-            pooled = torch.cat([torch.segment_reduce(x, "mean", lengths=lengths, axis=x.dim() - 2),
-                                SegmentMax.apply(x, lengths, b["node_graph"])], -1)
+            d = node_dim(x)
+            if d == 0:  # index_add_ along dimension 0 is fast; segment_reduce there is not
+                lengths = b["lengths"]
+                mean = torch.zeros((b["G"],) + x.shape[1:]).index_add_(0, b["node_graph"], x) / \
+                    column(lengths.to(x.dtype), x, 0)
+            else:
+                lengths = b["lengths"].expand(x.shape[:d] + (b["G"],))
+                mean = torch.segment_reduce(x, "mean", lengths=lengths, axis=d)
+            pooled = torch.cat([mean, SegmentMax.apply(x, lengths, b["node_graph"], b["offsets"])], -1)
         else:
             pooled = torch.cat([segment_mean(x, b["node_graph"], b["G"]),
                                 segment_max(x, b["node_graph"], b["G"])], -1)
-        z = F.gelu(self.pool_proj(pooled.transpose(0, 1)))
+        if not O.node_major:
+            pooled = pooled.transpose(0, 1)  # S x G -> G x S
+        z = F.gelu(self.pool_proj(pooled))
         if self.attention is not None:
             z = self.attention(z, b["mask"])
         return self.score(self.drop(F.gelu(self.hidden(z)))).squeeze(-1)
@@ -514,9 +565,9 @@ class TileModel(nn.Module):
         base = self.encoder(b["node_feat"], b["opcode"])
         cf = b["config_feat"]
         cfg = self.config_out(F.gelu(self.config_in(torch.sign(cf) * torch.log1p(cf.abs()))))
-        slot = cfg.transpose(0, 1)  # S x G x H
+        slot = cfg if O.node_major else cfg.transpose(0, 1)  # G x S x H or S x G x H
         if not self.blocks:
-            return self.readout(base.unsqueeze(0) + slot.index_select(1, b["node_graph"]), b)
+            return self.readout(per_config(base, slot, b["node_graph"]), b)
         x = self.blocks[0].forward_split(base, slot, b)
         for block in self.blocks[1:]:
             x = block(x, b)
@@ -535,9 +586,10 @@ class LayoutModel(nn.Module):
     def forward(self, b):
         base = self.encoder(b["node_feat"], b["opcode"])
         S, M, H = b["S"], b["config_node"].size(0), base.size(1)
-        x = base.unsqueeze(0).expand(S, base.size(0), H)
+        N = base.size(0)
+        x = base.unsqueeze(1).expand(N, S, H) if O.node_major else base.unsqueeze(0).expand(S, N, H)
         if M > 0:
-            values = b["config_values"].view(S * M, LAYOUT_CONFIG_DIM)
+            values = b["config_values"].view(S * M, LAYOUT_CONFIG_DIM)  # rows (m, s) or (s, m)
             if O.onehot_config:
                 # The bag's sum of 18 rows as a matmul with the 0/1 rows of the values (the
                 # embedding bag's backward sorts its indices and scatters; this is a GEMM).
@@ -546,7 +598,10 @@ class LayoutModel(nn.Module):
             else:
                 bag = self.config_embed(values)
             cfg = self.config_out(F.gelu(bag))
-            x = x.index_add(1, b["config_node"], cfg.view(S, M, H))
+            if O.node_major:
+                x = x.index_add(0, b["config_node"], cfg.view(M, S, H))
+            else:
+                x = x.index_add(1, b["config_node"], cfg.view(S, M, H))
         else:
             x = x.contiguous()
         for block in self.blocks:
@@ -734,12 +789,16 @@ def main():
     sp.add_argument("--no-split", action="store_true",
                     help="tile: run the first SAGE block on the full S x N x H states instead of "
                          "tpuperf's split (node rows N + per-(slot, graph) rows S x G)")
+    sp.add_argument("--no-node-major", action="store_true",
+                    help="per-config states S x N x H (tpuperf's layout) instead of N x S x H, whose "
+                         "gathers and scatters over nodes move contiguous rows")
     sp.add_argument("--no-catfree", action="store_true",
                     help="aggregate, cat the three H-wide parts and project (3H-wide cat) instead of "
                          "projecting first and aggregating H-wide slices")
     sp.add_argument("--no-segment-reduce", action="store_true",
                     help="readout pooling with index_add (mean) and scatter_reduce amax (max) over the "
-                         "node-to-graph index instead of torch.segment_reduce over the graphs' lengths")
+                         "node-to-graph index instead of using that each graph's nodes are a contiguous "
+                         "run (node-major: index_add_ mean and per-graph amax; S x N x H: segment_reduce)")
     sp.add_argument("--no-onehot-config", action="store_true",
                     help="layout: the config values' embedding with nn.EmbeddingBag instead of a matmul "
                          "of their one-hot rows with the bag's weight")
@@ -759,6 +818,7 @@ def main():
         # glibc reads these at start-up: re-execute with them set.
         os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **MALLOC_ENV})
     O.segment_reduce, O.onehot_config = not a.no_segment_reduce, not a.no_onehot_config
+    O.node_major = not a.no_node_major
     O.split, O.catfree, O.optimizer, O.dropout_rng, O.jit = (not a.no_split, not a.no_catfree, a.optimizer,
                                                               a.dropout_rng, a.jit)
     if O.jit:
@@ -820,7 +880,7 @@ def main():
     out = {"collection": a.collection, "fold": a.fold, "graphs": len(graphs), "steps_per_epoch": spe,
            "slate": slate, "hidden": a.hidden, "layers": a.layers, "heads": heads, "threads": a.threads,
            "torch": torch.__version__, "load_seconds": load_s, "epochs": epochs,
-           "speedups": {"split": O.split, "catfree": O.catfree, "segment_reduce": O.segment_reduce,
+           "speedups": {"split": O.split, "node_major": O.node_major, "catfree": O.catfree, "segment_reduce": O.segment_reduce,
                         "onehot_config": O.onehot_config, "optimizer": O.optimizer,
                         "dropout_rng": O.dropout_rng, "jit": O.jit, "malloc_env": not a.no_malloc_env},
            "configs_per_s": sum(e["configs"] for e in epochs) / sum(e["seconds"] for e in epochs),
