@@ -465,6 +465,18 @@ def load(name):
 quality, tp, sc, bench = load("quality"), load("throughput"), load("scaling"), load("bench")
 anchor = load("anchor")
 
+# The section's subsections as they stand: a part without stored results (run elsewhere,
+# or in another cache dir) keeps its text instead of vanishing.
+existing = {}
+if os.path.exists(results):
+    m = re.search(r"^## Training\n(.*?)(?=^## |\Z)", open(results).read(), flags=re.S | re.M)
+    for sub in re.split(r"^(?=### )", m.group(1) if m else "", flags=re.M)[1:]:
+        existing[sub.split("\n", 1)[0]] = sub.rstrip("\n").split("\n") + [""]
+
+def keep(prefix):
+    """The existing subsection whose heading starts with prefix, as lines."""
+    return next((v for k, v in existing.items() if k.startswith("### " + prefix)), [])
+
 def f4(v):
     return "n/a" if v is None else f"{v:.4f}"
 
@@ -535,6 +547,12 @@ def cpu_s(runs):
 
 def all_cps(runs):
     return ", ".join(f"{r['cps']:.0f}" for r in runs)
+
+if not quality:
+    lines += keep("Quality")
+
+if not tp:
+    lines += keep("Throughput")
 
 if tp:
     # Timed runs use the configured dropout; check runs (dropout 0) show the same work.
@@ -698,6 +716,12 @@ if anchor and tp:
         lines.append("")
     lines += ANCHOR_NOTES
 
+if not (anchor and tp):
+    lines += keep("Achieved multiply-add rate")
+
+if not sc:
+    lines += keep("Data-parallel scaling")
+
 if sc:
     runs = sc["runs"]
     colls = list(dict.fromkeys(r["collection"] for r in runs))
@@ -747,6 +771,9 @@ if sc:
               "together, no MPI between them) over the round's solo 1-rank run: the share of a solo "
               "core each of two busy processes gets on this machine, so it bounds the 2-rank "
               "efficiency as well, whatever the trainer does.", ""]
+
+if not bench:
+    lines += keep("Bench tree")
 
 if bench:
     b = bench
