@@ -387,6 +387,15 @@ if [ "$DO_ANCHOR" = 1 ]; then
         --dropout "$(setting "model.$kind.dropout")" --heads "$(setting "model.$kind.attention_heads")" \
         --lr "$(setting train.lr)" --seed "$(setting train.seed)" --threads 1 > "$WORK/perf-$t-ref.log" 2>&1 \
         || { tail -20 "$WORK/perf-$t-ref.log"; exit 1; }
+      # A call-graph profile of tpuperf-train: what each part of its step takes, LibTorch's
+      # own kernels (whose symbols are not exported) counted under their callers.
+      perf record -q -F 499 --call-graph dwarf,16384 -o "$WORK/perf-$t-cg.data" -- mpirun --bind-to none -np 1 \
+        "$BIN/tpuperf-train" --config "$WORK/perf-$t.yaml" --fresh --set "data.collections=[$coll]" \
+        --set train.epochs="$TP_PERF_EPOCHS" --set train.threads_per_rank=1 --set train.eval_max_configs=20 \
+        > "$WORK/perf-$t-cg.log" 2>&1 || { tail -20 "$WORK/perf-$t-cg.log"; exit 1; }
+      perf report -i "$WORK/perf-$t-cg.data" --stdio --children --sort sym -g none --comm tpuperf-train 2> /dev/null \
+        | $PY "$HERE/perf_shares.py" --collection "$coll" --tool tp-cg --children >> "$WORK/perf.jsonl"
+      rm -f "$WORK/perf-$t-cg.data"
       for tool in tp ref; do
         comm=tpuperf-train
         [ $tool = ref ] && comm=python3
@@ -528,7 +537,32 @@ def compact(settings):
 
 # What the anchor's figures mean (checked against the profiles of the run that wrote them;
 # see the issue #19 notes in tests/bench/RESULTS.md's history).
-ANCHOR_NOTES = []
+ANCHOR_NOTES = [
+    "Where the rest goes. Measured this way neither tool is near the core's peak, and the matmuls are "
+    "not why: OpenBLAS runs even these thin shapes at 55-85 GFLOP/s (above), so at the peak rate the "
+    "counted multiply-adds would take only the '% of peak' share of each step. A step of these models "
+    "(hidden 32) is mostly not multiply-adds:",
+    "",
+    "- Memory-bound epilogues and graph ops. Per element of the per-config states (S x N x H: "
+    "25,000-45,000 rows of 32 floats per batch) a SAGE block does 96 multiply-adds forward, against some "
+    "fifteen passes over memory forward and backward: gathers and scatters of both edge directions, GELU, "
+    "dropout, residual, LayerNorm. tpuperf fuses them into one pass per kernel (its 'fused kernels' share; "
+    "the epilogue alone is a fifth to a quarter of its training steps), the reference runs each as its own "
+    "LibTorch op over the whole tensor (its op profile above: gelu_backward, mul, add, copy_, layer norm, "
+    "index_select and index_add_ together outweigh mm).",
+    "- Small matmuls. tpuperf's width-32 kernels (register-blocked, no packing) run at a fraction of the "
+    "sgemm rate: rows of 32 or 96 floats give each loaded value few multiply-adds. They take about a fifth "
+    "of its samples; the reference's OpenBLAS calls pack their operands first (the *copy_COOPERLAKE "
+    "routines in its profile).",
+    "- Fixed per-op and per-step costs: LibTorch's dispatcher, autograd engine and allocator for every op "
+    "(the LibTorch and malloc/page-fault shares; the reference adds the Python interpreter), and the "
+    "readout, attention, loss and optimizer on small tensors.",
+    "- Layout in tpuperf only: the config values' embedding goes through LibTorch's EmbeddingBag, whose "
+    "backward sorts the indices and scatters rows (the reference replaces it with a one-hot matmul, see "
+    "its ablation), and each slate's config rows are read and inflated from the HDF5 shard inside the "
+    "step (the reference holds them in memory). The call-graph shares above give what each takes.",
+    "",
+]
 
 def by(runs, **kw):
     return [r for r in runs if all(r[k] == v for k, v in kw.items())]
@@ -583,8 +617,9 @@ if tp:
               f"{tp['rounds']} rounds alternating the tools, best round shown, all rounds in brackets.", "",
               "| collection | tpuperf configs/s per core | reference configs/s per core | ratio | target | "
               f"dropout-0 check ({tp.get('check_epochs', '?')} epochs): same losses (max rel. diff) | "
-              "max abs. weight diff after the check | load per round (tp; ref) |",
-              "|---|---|---|---|---|---|---|---|"]
+              "max abs. weight diff after the check | load per round (tp; ref) | "
+              "per CPU second: tpuperf (estimate); reference; ratio |",
+              "|---|---|---|---|---|---|---|---|---|"]
 
     def loss_diff(t, r):
         return max((abs(a - b) / max(abs(a), 1e-12) for x, y in zip(t, r) for a, b in zip(x["losses"], y["losses"])),
@@ -598,9 +633,48 @@ if tp:
         rel = loss_diff(ct, cr)
         wd = max((y["max_abs_param_diff"] for y in cr if y.get("max_abs_param_diff") is not None), default=None)
         target = ">= 3" if c.startswith("tile:") else ">= 1.5"
+        # Per CPU second: the reference times its steps' process CPU time; tpuperf's is
+        # estimated as its configs/s over its process's core share (/usr/bin/time, whole run).
+        tcpu = max((x["cps"] / x["cpu_share"][0] for x in t if x.get("cpu_share")), default=None)
+        rcpu = max((x.get("cps_cpu") or 0 for x in r), default=0) or None
+        cpu_cell = "n/a" if not (tcpu and rcpu) else f"{tcpu:.0f}; {rcpu:.0f}; {tcpu / rcpu:.2f}"
         lines.append(f"| {c} | {best(t):.1f} ({all_cps(t)}) | {best(r):.1f} ({all_cps(r)}) | "
                      f"**{best(t) / best(r):.2f}** | {target} | {'n/a' if rel is None else f'{rel:.1e}'} | "
-                     f"{'n/a' if wd is None else f'{wd:.1e}'} | {loads(t)}; {loads(r)} |")
+                     f"{'n/a' if wd is None else f'{wd:.1e}'} | {loads(t)}; {loads(r)} | {cpu_cell} |")
+    lines += ["", "'Per CPU second': with other jobs on the machine (a load above 2 on its 2 cores) each tool "
+              "gets only part of a core, and wall-time rates fall with it. The reference's figure is configs per "
+              "CPU second of its timed steps (time.process_time); tpuperf's is an estimate, its configs/s over "
+              "its process's core share ((user + sys) / wall over the whole run, /usr/bin/time), which assumes "
+              "the share is the same in the training steps as over the whole run. Neither removes what the "
+              "other core's jobs take from the shared cache and memory bandwidth."]
+    # Where it stands against the targets, and against the plain reference in the same run.
+    stand, worth = [], []
+    for c in colls:
+        t, r = by(runs, collection=c, tool="tpuperf"), by(runs, collection=c, tool="reference")
+        off = [x for x in ablation if x["collection"] == c and x["variant"].startswith("--no-split --no-node-major")]
+        if off and r:
+            worth.append(best(r) / best(off))
+        if t and r:
+            goal = 3.0 if c.startswith("tile:") else 1.5
+            stand.append(f"{c} {best(t) / best(r):.2f}x (target {goal:g}x: "
+                         f"{'met' if best(t) / best(r) >= goal else '**not met**'}"
+                         + (f"; {best(t) / best(off):.2f}x over the plain reference in the same run" if off else "")
+                         + ")")
+    lines += ["", "Where it stands: " + "; ".join(stand) + ". Against the strong reference the targets are not "
+              "what tpuperf reaches on this loaded machine, and the layout collections are close to parity: the "
+              "reference's speed-ups together are worth " + (f"{min(worth):.2f}-{max(worth):.2f}x" if worth else "n/a")
+              + " to it by wall time (ablation below), most of what tpuperf's kernels "
+              "gained over the plain version. What is left to tpuperf is fusion (one pass per SAGE linear and "
+              "per GELU/dropout/residual/LayerNorm epilogue, where the reference runs a LibTorch op per step of "
+              "the formula) and its width-32 matmul kernels; against it, tpuperf's layout step spends a large "
+              "share in two places the reference avoids: LibTorch's EmbeddingBag backward for the config values "
+              "and reading and inflating each slate's config rows from the shard inside the step (the "
+              "call-graph shares under 'Achieved multiply-add rate' give how much). Those two, and the "
+              "remaining per-op LibTorch costs around the fused kernels (encoder, readout, attention, loss), "
+              "are what would close the gap (issue #19 step 2: kernel work, not done here). The wall-time "
+              "figures were taken at loads of 5-8 on 2 cores, where tpuperf runs at a third to a half of its "
+              "quiet-machine rate (41153 tile configs/s at load 1.1 in the run this table replaces); the "
+              "per-CPU-second columns and the ablation's CPU-time factors are less disturbed by that load."]
     if ablation:
         labels = {
             "--no-split": "tile's first block split (forward_split)",
@@ -714,6 +788,21 @@ if anchor and tp:
                     cats = sorted(p["categories"].items(), key=lambda kv: -kv[1])
                     lines.append(f"- {c}, {name}: " + "; ".join(f"{k} {100 * v:.0f}%" for k, v in cats if v >= 0.005))
         lines.append("")
+        cg = [(c, perf[(c, "tp-cg")]["children"]) for c in colls if (c, "tp-cg") in perf]
+        if cg:
+            lines += ["tpuperf-train's training steps by part (`perf record --call-graph dwarf`, same runs' "
+                      "settings; each part with everything it calls, LibTorch's unexported kernels counted "
+                      "under their callers; as a share of the samples in the training steps, whose own share "
+                      "of the whole run is given first; the forward parts also count the evaluation's forward "
+                      "passes):", ""]
+            for c, ch in cg:
+                steps = ch.get("training steps")
+                if not steps:
+                    continue
+                parts = [f"{k} {100 * v / steps:.0f}%" for k, v in ch.items()
+                         if k not in ("training steps", "evaluation (scoring held-out and valid graphs)") and v / steps >= 0.005]
+                lines.append(f"- {c}: training steps {100 * steps:.0f}% of the run; " + "; ".join(parts))
+            lines.append("")
     lines += ANCHOR_NOTES
 
 if not (anchor and tp):

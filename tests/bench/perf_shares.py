@@ -30,12 +30,46 @@ CATEGORIES = [
 ]
 
 
+# With --children (perf report --children of a call-graph profile of tpuperf-train): the
+# share of samples under each of these (a function and everything it calls), the max over
+# the symbols matching (an autograd node appears as apply and as its CppNode).
+CHILDREN = [
+    ("training steps", r"^tpuperf::\(anonymous namespace\)::train_step$"),
+    ("backward (autograd engine)", r"^torch::autograd::Engine::execute$"),
+    ("SAGE linear: gathers + width-32 matmuls, forward", r"torch::autograd::Function<.*SageLinear>::apply"),
+    ("SAGE linear, backward", r"CppNode<.*SageLinear>::apply"),
+    ("GELU/dropout/residual/LayerNorm epilogue, forward", r"GeluDropoutAddLayerNorm::forward"),
+    ("GELU/dropout/residual/LayerNorm epilogue, backward", r"CppNode<.*GeluDropoutAddLayerNorm>::apply"),
+    ("EmbeddingBag backward (LibTorch; layout config values)", r"EmbeddingBagBackward0::apply"),
+    ("config rows read from the HDF5 shard (inflate included)", r"tpuperf::ShardReader::read_configs"),
+    ("AdamW and clipping", r"FusedAdamW::clip_and_step"),
+    ("evaluation (scoring held-out and valid graphs)", r"^tpuperf::score_set"),
+]
+
+
+def children(lines):
+    shares = {}
+    for line in lines:
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+\[([.k])\]\s+(.*)$", line)
+        if not m:
+            continue
+        for name, pattern in CHILDREN:
+            if re.search(pattern, m[4].strip()):
+                shares[name] = max(shares.get(name, 0.0), float(m[1]) / 100)
+    return shares
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--collection", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--children", action="store_true",
+                    help="input is perf report --children --sort sym -g none of a call-graph profile")
     a = ap.parse_args()
+    if a.children:
+        print(json.dumps(dict(collection=a.collection, tool=a.tool, children=children(sys.stdin))))
+        return
     rows = []
     for line in sys.stdin:
         m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[([.k])\]\s+(.*)$", line)
