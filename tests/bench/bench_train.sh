@@ -558,9 +558,11 @@ ANCHOR_NOTES = [
     "(the LibTorch and malloc/page-fault shares; the reference adds the Python interpreter), and the "
     "readout, attention, loss and optimizer on small tensors.",
     "- Layout in tpuperf only: the config values' embedding goes through LibTorch's EmbeddingBag, whose "
-    "backward sorts the indices and scatters rows (the reference replaces it with a one-hot matmul, see "
-    "its ablation), and each slate's config rows are read and inflated from the HDF5 shard inside the "
-    "step (the reference holds them in memory). The call-graph shares above give what each takes.",
+    "backward sorts the indices and scatters rows one by one: in the call-graph shares above it is the "
+    "largest single part of tpuperf's layout steps after the SAGE blocks (the reference replaces it with "
+    "a one-hot matmul, a GEMM; see its ablation). Reading and inflating each slate's config rows from the "
+    "HDF5 shard inside the step (the reference holds them in memory) is small by comparison; the HDF5 and "
+    "zlib share of the flat profile is mostly the loading at start-up.",
     "",
 ]
 
@@ -667,11 +669,11 @@ if tp:
               "gained over the plain version. What is left to tpuperf is fusion (one pass per SAGE linear and "
               "per GELU/dropout/residual/LayerNorm epilogue, where the reference runs a LibTorch op per step of "
               "the formula) and its width-32 matmul kernels; against it, tpuperf's layout step spends a large "
-              "share in two places the reference avoids: LibTorch's EmbeddingBag backward for the config values "
-              "and reading and inflating each slate's config rows from the shard inside the step (the "
-              "call-graph shares under 'Achieved multiply-add rate' give how much). Those two, and the "
-              "remaining per-op LibTorch costs around the fused kernels (encoder, readout, attention, loss), "
-              "are what would close the gap (issue #19 step 2: kernel work, not done here). The wall-time "
+              "share where the reference does not: LibTorch's EmbeddingBag backward for the config values "
+              "(the call-graph shares under 'Achieved multiply-add rate' give how much; the reference's one-hot "
+              "matmul is the same math as a GEMM). That, the remaining per-op LibTorch costs around the fused "
+              "kernels (encoder, readout, attention, loss) and, a little, the per-step reads of config rows "
+              "from the shard are what would close the gap (issue #19 step 2: kernel work, not done here). The wall-time "
               "figures were taken at loads of 5-8 on 2 cores, where tpuperf runs at a third to a half of its "
               "quiet-machine rate (41153 tile configs/s at load 1.1 in the run this table replaces); the "
               "per-CPU-second columns and the ablation's CPU-time factors are less disturbed by that load."]
@@ -738,7 +740,10 @@ if tp:
               "separate run of both sides with model dropout 0 (all else equal, "
               f"{tp.get('check_epochs', '?')} epochs): its per-epoch training losses and final "
               "weights are compared (columns 'dropout-0 check'); the timed runs then use the "
-              "configured dropout on both sides, and their losses differ by the masks only. Where the "
+              "configured dropout on both sides, and their losses differ by the masks only. The weight "
+              "differences (up to a few 1e-2 on tile) are float rounding amplified by AdamW, whose early "
+              "updates are about lr x the sign of the gradient for gradients near zero: the plain reference "
+              "of before showed the same size (1.8e-02 to 2.7e-02 on tile), while the losses agree to 1e-7. Where the "
               "reference differs it is favoured: it keeps every layout config row in memory (tpuperf "
               "reads each slate's rows from the HDF5 shard inside the step) and draws an epoch's "
               "slates before its clock starts.", ""]

@@ -22,7 +22,7 @@ CATEGORIES = [
     ("malloc, free, memset, memcpy (libc) and page faults",
      lambda d, s: d.startswith("libc.so") or d.startswith("libc-") or re.search(
          r"clear_page|page_fault|do_anonymous|zap_|free_pages|rmqueue|memcg|lru", s) is not None),
-    ("HDF5 and zlib (layout: config rows read from the shard per step)",
+    ("HDF5 and zlib (loading at start; tpuperf's layout steps also read config rows)",
      lambda d, s: "hdf5" in d or "libz" in d or "libsz" in d),
     ("OS kernel (other)", lambda d, s: d.startswith("[kernel")),
     ("tpuperf other (batching, sampling, loop)", lambda d, s: d.startswith("tpuperf")),
