@@ -723,6 +723,13 @@ if tp:
             label = labels.get(v, "all of the above off")
             kept = "no" if v == "--jit" else ("-" if v not in labels else "yes")
             lines.append(f"| {label} (`{v}`) | " + " | ".join(cells) + f" | {kept} |")
+        lines += ["", "Which are kept: every speed-up but --jit (no gain: torch 1.13's CPU build has no fuser, "
+                  "so scripting only trims Python overhead, which is small here). The wall-time factors move "
+                  "with the machine's load between the rounds (some fall below 1 by wall time while above 1 per "
+                  "CPU second), so the choice rests on the CPU-time factors; where a speed-up is worth nothing "
+                  "on a collection it costs nothing either (same math, float-equal within rounding: all "
+                  "variants agree in float64 to 4e-9). The allocator settings are kept for symmetry with "
+                  "tpuperf-train whatever they are worth."]
     lines += ["", "Where the reference's step time goes (self CPU time per LibTorch op, PyTorch profiler "
               "on 3 extra reference steps after training; tpuperf does the same math with fused "
               "kernels, trainer/kernels/fused_ops.h; the reference's Python-side batch building is given as "
