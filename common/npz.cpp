@@ -446,6 +446,17 @@ NpyHeader NpzReader::open_whole(const std::string& key, const Room& room, uint8_
   return h;
 }
 
+std::vector<uint8_t> NpzReader::read_stored(const std::string& key) {
+  return with_context(path_, key, [&] {
+    const Member& m = member(key);
+    uint64_t start = data_offset(m);
+    check_member(m, start, file_size_);
+    std::vector<uint8_t> bytes(static_cast<size_t>(m.compressed_size));
+    read_at(start, bytes.data(), bytes.size());
+    return bytes;
+  });
+}
+
 NpyArray NpzReader::read(const std::string& key) {
   return with_context(path_, key, [&] {
     NpyArray a;

@@ -62,6 +62,11 @@ class NpzReader {
     uint64_t compressed_size = 0, uncompressed_size = 0, local_header_offset = 0;
   };
 
+  // A member's directory entry and its bytes as stored (deflate data or the stored npy),
+  // checked to lie in the file: for measuring inflaters (tests/bench/inflate_limit.cpp).
+  const Member& entry(const std::string& key) const { return member(key); }
+  std::vector<uint8_t> read_stored(const std::string& key);
+
  private:
   class MemberStream;
   // Gives exactly the next n bytes of a member.
