@@ -33,8 +33,9 @@ def duration(text):
 
 
 def plan_counts(gen):
-    """(collection, split) -> [planned graphs, written graphs, planned bytes, written bytes]."""
-    out = {}
+    """(collection, split) -> [planned graphs, written graphs, planned bytes, written bytes];
+    ("largest", "") -> [0, 0, largest planned bytes, largest written bytes]."""
+    out = {("largest", ""): [0, 0, 0.0, 0.0]}
     with open(os.path.join(gen, "release_plan.tsv")) as f:
         for r in csv.DictReader(f, delimiter="\t"):
             c = out.setdefault((r["collection"], r["split"]), [0, 0, 0.0, 0.0])
@@ -43,6 +44,9 @@ def plan_counts(gen):
             c[1] += written
             c[2] += float(r["est_bytes"])
             c[3] += float(r["est_bytes"]) if written else 0.0
+            big = out[("largest", "")]
+            big[2] = max(big[2], float(r["est_bytes"]))
+            big[3] = max(big[3], float(r["est_bytes"]) if written else 0.0)
     return out
 
 
@@ -74,6 +78,12 @@ def parse_training(log, collection):
     return folds, valid
 
 
+def shown(cmd):
+    """The command as a user would type it: without the per-rank GNU time wrapper."""
+    return re.sub(r"/usr/bin/python3 -c import os, subprocess, sys.*?sys\.argv\[2:\]\)\) \S+ ", "", cmd,
+                  flags=re.S)
+
+
 def fmt_s(s):
     if s >= 3600:
         return f"{s / 3600:.1f} h"
@@ -95,6 +105,7 @@ def main():
     if os.path.exists(path):
         runs = {r["label"]: r for r in map(json.loads, open(path).read().splitlines())}
     plan = plan_counts(a.gen)
+    largest = plan.pop(("largest", ""))
     planned = sum(v[0] for v in plan.values())
     written = sum(v[1] for v in plan.values())
     bytes_all = sum(v[2] for v in plan.values())
@@ -127,7 +138,7 @@ def main():
     L += ["### Preprocessing", ""]
     if pre:
         pre_release = pre["seconds"] * byte_ratio
-        L += [f"`{pre['command']}` (the settings of configs/tpugraphs.yaml: 5 folds, 1-hop pruning, "
+        L += [f"`{shown(pre['command'])}` (the settings of configs/tpugraphs.yaml: 5 folds, 1-hop pruning, "
               "dedup min, compression 4), then the same command again with nothing changed.", "",
               "| run | wall s | CPU s | peak RSS per rank (MiB) | load 1 min |", "|---|---|---|---|---|"]
         for r in (pre, rerun):
@@ -137,9 +148,11 @@ def main():
         L += ["", f"Scaled to the whole release (x {byte_ratio:.2f}, the ratio of decompressed bytes, which "
               "preprocessing's time follows: reading is inflating and converting them): "
               f"**{fmt_s(pre_release)} of wall time and {fmt_s(pre['cpu_seconds'] * byte_ratio)} of CPU on this "
-              "machine's 2 ranks**. Peak memory per rank does not scale with the number of files but with "
-              "the largest file (its largest member inflated whole, plus its converted arrays); the tenth "
-              "holds files up to the release's largest sizes, so the peak RSS above is the release's."
+              "machine's 2 ranks**. Peak memory per rank does not grow with the number of files but with "
+              "the largest file (its largest member inflated whole, plus its converted arrays): the tenth's "
+              f"largest file holds {largest[3] / 1e9:.2f} GB of arrays, the release's {largest[2] / 1e9:.2f} GB, "
+              f"so the release needs about {largest[2] / max(largest[3], 1):.2f}x the peak above on the rank "
+              "that reads it."
               + (f" The unchanged rerun took {rerun['seconds']:.1f} s (it checks sizes, times and hashes of "
                  "the sources and writes nothing); it scales with the number of files, "
                  f"x {planned / written:.1f}: about {fmt_s(rerun['seconds'] * planned / written)}." if rerun else ""),
@@ -153,7 +166,8 @@ def main():
     if not any(trained.values()):
         L += ["Not measured yet (`bench_scale.sh BIN train`).", ""]
     else:
-        L += [f"`{a.train_bin}` with configs/tpugraphs.yaml's model and training keys (default model: "
+        L += [f"`{shown(trained[next(c for c in COLLECTIONS if trained[c])]['command'])}`, per collection: "
+              f"`{a.train_bin}` with configs/tpugraphs.yaml's model and training keys (default model: "
               "hidden 64, 3 layers; tile slate 32, layout slate 16, 8 graphs per step) and `train.epochs=1 "
               "--train-only`, per collection, on the tenth preprocessed with `preprocess.folds=2`: the two "
               "ranks are two fold groups of one rank each, training folds 0 and 1 at once, as a 2-core "
@@ -183,12 +197,13 @@ def main():
                                    rss=max(r["rss_mb"]), cps=sum(d["configs_per_s"] for d in ok) / len(ok))
         L.append("")
         if per_coll:
-            L += full_run_estimate(per_coll, plan, pre_release, byte_ratio)
+            logs = [r["log"] for r in trained.values() if r]
+            L += full_run_estimate(per_coll, plan, pre_release, byte_ratio, logs)
     replace_section(a.results, "Release scale", "\n".join(L))
     print("\n".join(L))
 
 
-def full_run_estimate(per_coll, plan, pre_release, byte_ratio):
+def full_run_estimate(per_coll, plan, pre_release, byte_ratio, logs):
     L = ["### A full configs/tpugraphs.yaml run, estimated", "",
          f"From the measured per-graph costs: a = training seconds per train graph and epoch, b = "
          f"evaluation seconds per evaluated graph (one rank, one fold model). For the release's graphs "
@@ -207,6 +222,13 @@ def full_run_estimate(per_coll, plan, pre_release, byte_ratio):
         t = EPOCHS * (m["a"] * 0.8 * R + m["b"] * (0.2 * R + V)) + m["b"] * (V + T)
         fold_model[c] = t
         L.append(f"| {c} | {m['a']:.3f} | {m['b']:.3f} | {m['cps']:.0f} | {fmt_s(t)} | {m['rss']:.0f} |")
+    held = [float(x) for log in logs for x in re.findall(r"\): ([\d.]+) MB in memory", open(log).read())]
+    L += ["", f"Memory per rank: the data a rank holds (the trainer's 'loaded ... MB in memory' lines: at "
+          f"most {max(held, default=0):.1f} MB per graph set here) grows with the number of graphs, "
+          f"x 10 at the release's scale, tens of MB; the peak is the working memory of the largest "
+          "graph's slates and evaluation chunks, which the tenth holds (its largest graphs are the "
+          "release's largest, see the table above), so the release's peak per rank is about the "
+          "tenth's: up to the figure above, per collection."]
     missing = [c for c in COLLECTIONS if c not in per_coll]
     L += ["", "| machine | ranks | fold groups x ranks | rounds | training | preprocessing | total |",
           "|---|---|---|---|---|---|---|"]
