@@ -328,9 +328,9 @@ void validate(const LayoutGraph& g) {
   }
 }
 
-TileGraph load_tile_graph(const std::string& path) {
+TileGraph load_tile_graph(const std::string& path, NpzBuffer* buffer) {
   return with_path(path, [&] {
-    NpzReader r(path);
+    NpzReader r(path, buffer);
     TileGraph g;
     load_base(r, g);
     g.config_feat = read_floats(r, "config_feat",
@@ -344,9 +344,9 @@ TileGraph load_tile_graph(const std::string& path) {
   });
 }
 
-LayoutGraph load_layout_graph(const std::string& path) {
+LayoutGraph load_layout_graph(const std::string& path, NpzBuffer* buffer) {
   return with_path(path, [&] {
-    NpzReader r(path);
+    NpzReader r(path, buffer);
     LayoutGraph g;
     load_base(r, g);
     g.node_config_ids = read_ints(r, "node_config_ids", expect_shape({-1}, "(nc,)"));

@@ -149,7 +149,10 @@ class NpzReader::MemberStream {
   uint64_t produced_ = 0;
 };
 
-NpzReader::NpzReader(const std::string& path) : path_(path) {
+NpzReader::NpzReader(const std::string& path, NpzBuffer* buffer)
+    : path_(path),
+      own_buffer_(buffer ? nullptr : std::make_unique<NpzBuffer>()),
+      buffer_(buffer ? buffer : own_buffer_.get()) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     throw Error(errno == ENOENT ? "file not found" : "cannot open: " + errno_text(), path);
@@ -327,24 +330,14 @@ void check_declared_size(const NpzReader::Member& m) {
 
 }  // namespace
 
-// Memory reused from member to member, one per thread, grown to the largest member seen
-// and kept: memory fresh from the kernel costs a page fault and zeroing per 4 KiB page,
-// about 0.5 s per GB inflated, as much as inflating itself.
-class NpzReader::Scratch {
- public:
-  uint8_t* get(size_t n) {
-    if (n > size_) {
-      data_.reset();  // the old buffer is not needed while the new one is allocated
-      data_.reset(new uint8_t[n]);  // not value-initialized: every byte is written before use
-      size_ = n;
-    }
-    return data_.get();
+uint8_t* NpzBuffer::get(size_t n) {
+  if (n > size_) {
+    data_.reset();  // the old memory is not needed while the new is allocated
+    data_.reset(new uint8_t[n]);  // not value-initialized: every byte is written before use
+    size_ = n;
   }
-
- private:
-  std::unique_ptr<uint8_t[]> data_;
-  size_t size_ = 0;
-};
+  return data_.get();
+}
 
 void NpzReader::inflate_member(const Member& m, uint64_t start, uint8_t* out) {
   const size_t usize = static_cast<size_t>(m.uncompressed_size);
@@ -352,8 +345,7 @@ void NpzReader::inflate_member(const Member& m, uint64_t start, uint8_t* out) {
     read_at(start, out, usize);
     return;
   }
-  thread_local Scratch compressed;
-  uint8_t* in = compressed.get(static_cast<size_t>(m.compressed_size));
+  uint8_t* in = compressed_.get(static_cast<size_t>(m.compressed_size));
   read_at(start, in, static_cast<size_t>(m.compressed_size));
   inflate_exact(in, static_cast<size_t>(m.compressed_size), out, usize);
 }
@@ -476,9 +468,8 @@ NpyArray NpzReader::read(const std::string& key) {
 NpyHeader NpzReader::read_chunks(const std::string& key, const HeaderSink& on_header,
                                  const ChunkSink& on_chunk) {
   return with_context(path_, key, [&] {
-    thread_local Scratch inflated;
     uint8_t* bytes = nullptr;
-    NpyHeader h = open_whole(key, [&](size_t n) { return inflated.get(n); }, &bytes);
+    NpyHeader h = open_whole(key, [&](size_t n) { return buffer_->get(n); }, &bytes);
     if (on_header) on_header(h);
     const size_t end = h.header_len + static_cast<size_t>(h.nbytes());
     if (h.needs_transpose()) {

@@ -16,13 +16,28 @@
 
 namespace tpuperf {
 
+// Memory for inflated members, reusable from reader to reader: memory fresh from the
+// kernel costs a page fault and zeroing per 4 KiB page, about as much time as inflating,
+// so a loop over many files (a preprocessing rank) gives all its readers one buffer. It
+// grows to the largest member read and keeps that size until destroyed.
+class NpzBuffer {
+ public:
+  uint8_t* get(size_t n);  // n bytes, not initialized
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+};
+
 // Reads members on demand: opening parses only the central directory; read(key)
 // inflates that one member whole, in one libdeflate call into a buffer of the size its
 // directory entry records (no decompression of other members), and verifies its CRC-32.
 // Every error names the file and, where there is one, the key.
 class NpzReader {
  public:
-  explicit NpzReader(const std::string& path);
+  // buffer: where read_chunks inflates members (see NpzBuffer); none: the reader's own,
+  // freed with it.
+  explicit NpzReader(const std::string& path, NpzBuffer* buffer = nullptr);
   ~NpzReader();
   NpzReader(const NpzReader&) = delete;
   NpzReader& operator=(const NpzReader&) = delete;
@@ -46,9 +61,8 @@ class NpzReader {
   // header checked against the member size and its CRC checked, then on_header runs,
   // then on_chunk receives the data in order (C order, little-endian, as read()
   // returns it), in chunks of at most 1 MiB that always hold whole elements. Peak memory
-  // is the largest member plus the consumer's result; the member's memory is kept, per
-  // thread, for the next member (fresh memory costs a page fault per 4 KiB, about as much
-  // time as inflating). Errors thrown by the callbacks get the file and key added.
+  // is the largest member plus the consumer's result; the member is inflated into the
+  // reader's NpzBuffer. Errors thrown by the callbacks get the file and key added.
   using HeaderSink = std::function<void(const NpyHeader&)>;
   using ChunkSink = std::function<void(const uint8_t* data, size_t n)>;
   NpyHeader read_chunks(const std::string& key, const HeaderSink& on_header,
@@ -76,7 +90,6 @@ class NpzReader {
   void read_at(uint64_t offset, void* buf, size_t n);
   void parse_central_directory();
   void parse_entries(uint64_t cd_offset, uint64_t cd_size, uint64_t count);
-  class Scratch;
   // Gives memory for n bytes.
   using Room = std::function<uint8_t*(size_t n)>;
   // The member's bytes (npy header and data), inflated whole into out (its size).
@@ -92,6 +105,9 @@ class NpzReader {
   uint64_t file_size_ = 0;
   std::vector<Member> members_;
   std::map<std::string, size_t> index_;
+  std::unique_ptr<NpzBuffer> own_buffer_;
+  NpzBuffer* buffer_;              // inflated members (read_chunks)
+  NpzBuffer compressed_;           // a deflated member's bytes while it is inflated
 };
 
 // Writes an archive under "<path>.tmp" and renames it to path on close(), so a reader
