@@ -1,7 +1,9 @@
 #include "common/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <functional>
 #include <type_traits>
 
@@ -60,12 +62,13 @@ void for_each_in_chunk(DType t, const uint8_t* p, size_t n, size_t first, Fn&& f
   }
 }
 
-// Streams a member into a vector of Out, converting chunk by chunk: peak memory is the
-// result plus one 1 MiB chunk. store(out, index, value) converts and checks one value.
-template <typename Out, typename Store>
-std::vector<Out> read_converted(NpzReader& r, const std::string& key,
-                                std::initializer_list<DType> accepted, const ShapeCheck& check,
-                                Store store, std::vector<int64_t>* shape_out = nullptr) {
+// Reads a member into a vector of Out, converting chunk by chunk as the reader hands them
+// out. convert(dtype, data, count, first, out) converts and checks count values of the
+// file's dtype into out[first...].
+template <typename Out, typename Convert>
+std::vector<Out> read_converted_with(NpzReader& r, const std::string& key,
+                                     std::initializer_list<DType> accepted, const ShapeCheck& check,
+                                     Convert convert, std::vector<int64_t>* shape_out = nullptr) {
   std::vector<Out> out;
   DType dtype = DType::U1;
   size_t done = 0;
@@ -82,20 +85,29 @@ std::vector<Out> read_converted(NpzReader& r, const std::string& key,
   };
   auto on_chunk = [&](const uint8_t* p, size_t n) {
     size_t count = n / dtype_size(dtype);
-    Out* dst = out.data();
-    if constexpr (!std::is_same_v<Out, int8_t>) {  // int8 is no file dtype
-      if (dtype == dtype_of<Out>()) {
-        std::memcpy(dst + done, p, n);  // same type: the common case costs one copy
-        for (size_t i = done; i < done + count; ++i) store(dst, i, dst[i]);
-        done += count;
-        return;
-      }
-    }
-    for_each_in_chunk(dtype, p, count, done, [&](size_t i, auto v) { store(dst, i, v); });
+    convert(dtype, p, count, done, out.data());
     done += count;
   };
   r.read_chunks(key, on_header, on_chunk);
   return out;
+}
+
+// read_converted_with, one value at a time: store(out, index, value) converts and checks one.
+template <typename Out, typename Store>
+std::vector<Out> read_converted(NpzReader& r, const std::string& key,
+                                std::initializer_list<DType> accepted, const ShapeCheck& check,
+                                Store store, std::vector<int64_t>* shape_out = nullptr) {
+  auto convert = [&](DType dtype, const uint8_t* p, size_t count, size_t first, Out* dst) {
+    if constexpr (!std::is_same_v<Out, int8_t>) {  // int8 is no file dtype
+      if (dtype == dtype_of<Out>()) {
+        std::memcpy(dst + first, p, count * sizeof(Out));  // same type: the common case costs one copy
+        for (size_t i = first; i < first + count; ++i) store(dst, i, dst[i]);
+        return;
+      }
+    }
+    for_each_in_chunk(dtype, p, count, first, [&](size_t i, auto v) { store(dst, i, v); });
+  };
+  return read_converted_with<Out>(r, key, accepted, check, convert, shape_out);
 }
 
 std::vector<float> read_floats(NpzReader& r, const std::string& key, const ShapeCheck& check) {
@@ -130,18 +142,56 @@ std::string config_position(size_t i, int64_t nc) {
                      (i % per_config) / kLayoutConfigDim, i % kLayoutConfigDim);
 }
 
+bool is_layout_value(double v) { return v >= -1 && v <= 5 && v == static_cast<int>(v); }  // NaN: false
+
+// count layout values (float or double, memcpy-loaded: p need not be aligned) to int8;
+// returns the index of the first one that is not an integer in -1..5, or count.
+// node_config_feat is most of a layout file's bytes, so this is written to vectorize: no
+// branches, and the rounding is an add of 1.5 * 2^mantissa bits (the integer then sits in
+// the low bits), defined for every input where a float-to-int cast of NaN or 1e30 is not.
+// A value is good when that integer is in -1..5 and converts back to the value exactly.
+template <typename T>
+size_t to_layout_values(const uint8_t* p, size_t count, int8_t* out) {
+  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  constexpr T kRound = sizeof(T) == 4 ? T(12582912.0) : T(6755399441055744.0);
+  Bits round_bits;
+  std::memcpy(&round_bits, &kRound, sizeof(T));
+  constexpr size_t kBlock = 2048;
+  T v[kBlock];
+  for (size_t at = 0; at < count; at += kBlock) {
+    const size_t n = std::min(kBlock, count - at);
+    std::memcpy(v, p + at * sizeof(T), n * sizeof(T));
+    Bits bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const T y = v[i] + kRound;
+      Bits q;
+      std::memcpy(&q, &y, sizeof(T));
+      q -= round_bits;
+      out[at + i] = static_cast<int8_t>(q);
+      bad |= (q < -1) | (q > 5) | (static_cast<T>(q) != v[i]);
+    }
+    if (bad)
+      for (size_t i = 0; i < n; ++i)
+        if (!is_layout_value(v[i])) return at + i;
+  }
+  return count;
+}
+
 std::vector<int8_t> read_layout_configs(NpzReader& r, int64_t c, int64_t nc) {
   auto check = expect_shape({c, nc, kLayoutConfigDim},
                             fmt::format("({}, {}, {}) (configs, config nodes, {})", c, nc,
                                         kLayoutConfigDim, kLayoutConfigDim));
-  return read_converted<int8_t>(r, "node_config_feat", {DType::F4, DType::F8}, check,
-                                [nc](int8_t* d, size_t i, auto v) {
-                                  // NaN fails both comparisons.
-                                  if (!(v >= -1 && v <= 5) || v != static_cast<int>(v))
-                                    throw Error(fmt::format("value {} at {} is not an integer in -1..5",
-                                                            v, config_position(i, nc)));
-                                  d[i] = static_cast<int8_t>(v);
-                                });
+  auto convert = [nc](DType dtype, const uint8_t* p, size_t count, size_t first, int8_t* dst) {
+    const bool f4 = dtype == DType::F4;
+    size_t bad = f4 ? to_layout_values<float>(p, count, dst + first)
+                    : to_layout_values<double>(p, count, dst + first);
+    if (bad == count) return;
+    // Printed in the file's type: 2.1f shows as 2.1, not as the double nearest to it.
+    std::string v = f4 ? fmt::format("{}", load_value<float>(p + bad * 4))
+                       : fmt::format("{}", load_value<double>(p + bad * 8));
+    throw Error(fmt::format("value {} at {} is not an integer in -1..5", v, config_position(first + bad, nc)));
+  };
+  return read_converted_with<int8_t>(r, "node_config_feat", {DType::F4, DType::F8}, check, convert);
 }
 
 void load_base(NpzReader& r, GraphBase& g) {
@@ -168,6 +218,18 @@ auto with_path(const std::string& path, Fn&& fn) {
 
 // ---- validation ----
 
+// Index of the first of n values failing ok, or n. The all-good case, the common one, runs
+// without branches so that it vectorizes: these checks pass over every value of a file.
+template <typename T, typename Ok>
+size_t first_failing(const T* v, size_t n, Ok ok) {
+  unsigned failed = 0;  // a bool accumulator does not vectorize
+  for (size_t i = 0; i < n; ++i) failed |= static_cast<unsigned>(!ok(v[i]));
+  if (!failed) return n;
+  for (size_t i = 0; i < n; ++i)
+    if (!ok(v[i])) return i;
+  return n;
+}
+
 void check_size(const std::string& key, size_t got, int64_t rows, int64_t cols) {
   if (got != static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols))
     throw Error(fmt::format("holds {} values, expected {} x {} = {}", got, rows, cols, rows * cols),
@@ -180,11 +242,12 @@ void validate_base(const GraphBase& g) {
   check_size("node_opcode", g.node_opcode.size(), g.num_nodes, 1);
   if (g.edge_index.size() % 2 != 0)
     throw Error(fmt::format("holds {} values, not pairs", g.edge_index.size()), "", "edge_index");
-  for (size_t i = 0; i < g.node_feat.size(); ++i)
-    if (!std::isfinite(g.node_feat[i]))
-      throw Error(fmt::format("node {} feature {} is {}", i / kNodeFeatDim, i % kNodeFeatDim,
-                              g.node_feat[i]),
-                  "", "node_feat");
+  // |x| <= max is false for NaN and infinities, and vectorizes where isfinite does not.
+  const size_t i = first_failing(g.node_feat.data(), g.node_feat.size(),
+                                 [](float x) { return std::fabs(x) <= std::numeric_limits<float>::max(); });
+  if (i < g.node_feat.size())
+    throw Error(fmt::format("node {} feature {} is {}", i / kNodeFeatDim, i % kNodeFeatDim, g.node_feat[i]),
+                "", "node_feat");
   for (size_t i = 0; i < g.node_opcode.size(); ++i)
     if (g.node_opcode[i] >= kNumOpcodes) throw Error(opcode_error(i, g.node_opcode[i]), "", "node_opcode");
   for (size_t i = 0; i < g.edge_index.size(); ++i)
@@ -247,12 +310,12 @@ void validate(const LayoutGraph& g) {
   }
   check_has_configs(c);
   check_size("node_config_feat", g.node_config_feat.size(), c, nc * kLayoutConfigDim);
-  for (size_t i = 0; i < g.node_config_feat.size(); ++i) {
-    int v = g.node_config_feat[i];
-    if (v < -1 || v > 5)
-      throw Error(fmt::format("value {} at {} is not an integer in -1..5", v, config_position(i, nc)),
-                  "", "node_config_feat");
-  }
+  const size_t bad = first_failing(g.node_config_feat.data(), g.node_config_feat.size(),
+                                   [](int8_t v) { return v >= -1 && v <= 5; });
+  if (bad < g.node_config_feat.size())
+    throw Error(fmt::format("value {} at {} is not an integer in -1..5", int{g.node_config_feat[bad]},
+                            config_position(bad, nc)),
+                "", "node_config_feat");
   check_runtimes(g.config_runtime, "config_runtime", 0);
   int64_t prev = 0;
   for (size_t i = 0; i < g.node_splits.size(); ++i) {
@@ -265,9 +328,9 @@ void validate(const LayoutGraph& g) {
   }
 }
 
-TileGraph load_tile_graph(const std::string& path) {
+TileGraph load_tile_graph(const std::string& path, NpzBuffer* buffer) {
   return with_path(path, [&] {
-    NpzReader r(path);
+    NpzReader r(path, buffer);
     TileGraph g;
     load_base(r, g);
     g.config_feat = read_floats(r, "config_feat",
@@ -281,9 +344,9 @@ TileGraph load_tile_graph(const std::string& path) {
   });
 }
 
-LayoutGraph load_layout_graph(const std::string& path) {
+LayoutGraph load_layout_graph(const std::string& path, NpzBuffer* buffer) {
   return with_path(path, [&] {
-    NpzReader r(path);
+    NpzReader r(path, buffer);
     LayoutGraph g;
     load_base(r, g);
     g.node_config_ids = read_ints(r, "node_config_ids", expect_shape({-1}, "(nc,)"));

@@ -9,6 +9,8 @@
 
 namespace tpuperf {
 
+class NpzBuffer;  // common/npz.h
+
 constexpr int kNodeFeatDim = 140;
 constexpr int kTileConfigDim = 24;
 constexpr int kLayoutConfigDim = 18;
@@ -43,8 +45,9 @@ struct LayoutGraph : GraphBase {
 };
 
 // Load a file and validate it. Errors name the file and the key at fault.
-TileGraph load_tile_graph(const std::string& path);
-LayoutGraph load_layout_graph(const std::string& path);
+// buffer: see NpzBuffer (common/npz.h); none: memory freed on return.
+TileGraph load_tile_graph(const std::string& path, NpzBuffer* buffer = nullptr);
+LayoutGraph load_layout_graph(const std::string& path, NpzBuffer* buffer = nullptr);
 
 // Checks every rule of the real format; throws Error with the offending key.
 // Rules: shapes consistent ((n,140) features, (m,2) edges, (c,24) or (c,nc,18) configs),

@@ -304,6 +304,18 @@ void write_rows(hid_t dset, hid_t mem_type, int rank, hsize_t first, hsize_t cou
   check(H5Dwrite(dset, mem_type, mspace.get(), fspace.get(), H5P_DEFAULT, data), what, file, name);
 }
 
+void set_rows(hid_t dset, hsize_t rows, hsize_t cols, const std::string& file, const std::string& name) {
+  hsize_t dims[2] = {rows, cols};
+  check(H5Dset_extent(dset, dims), "cannot write dataset '" + name + "'", file, name);
+}
+
+void write_chunk(hid_t dset, hsize_t first, const uint8_t* stored, size_t n, const std::string& file,
+                 const std::string& name) {
+  const hsize_t offset[2] = {first, 0};
+  check(H5Dwrite_chunk(dset, H5P_DEFAULT, 0, offset, n, stored), "cannot write a chunk of dataset '" + name + "'",
+        file, name);
+}
+
 RowReader::RowReader(hid_t dset, hid_t mem_type, const std::string& file, const std::string& name)
     : dset_(dset), mem_type_(mem_type), file_(file), name_(name) {
   space_ = Handle(check_id(H5Dget_space(dset), "dataset '" + name + "': cannot get the shape", file),

@@ -119,6 +119,14 @@ Handle dataset_type(hid_t dset, const std::string& file, const std::string& name
 void write_rows(hid_t dset, hid_t mem_type, int rank, hsize_t first, hsize_t count, hsize_t cols,
                 const void* data, const std::string& file, const std::string& name);
 
+// Sets the extent of a rank-1 or rank-2 dataset to rows (x cols).
+void set_rows(hid_t dset, hsize_t rows, hsize_t cols, const std::string& file, const std::string& name);
+// Writes the chunk starting at row first as stored, that is encoded by the dataset's
+// filters already (hdf5_chunk.h): H5Dwrite_chunk, every filter marked as applied. The
+// extent must cover the chunk's first row.
+void write_chunk(hid_t dset, hsize_t first, const uint8_t* stored, size_t n, const std::string& file,
+                 const std::string& name);
+
 // Reads rows of one rank-1 or rank-2 dataset into memory of mem_type, many reads with one
 // file dataspace. A failed read (a checksum error) throws Error naming the dataset.
 class RowReader {

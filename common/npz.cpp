@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
+#include "common/inflate.h"
 
 namespace tpuperf {
 
@@ -26,8 +27,8 @@ constexpr size_t kLocalLen = 30, kCentralLen = 46, kEndLen = 22;
 constexpr size_t kZip64EndLen = 56, kZip64LocatorLen = 20;
 constexpr uint32_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMax16 = 0xFFFF;
-constexpr size_t kChunk = 1 << 20;  // reads, inflation and CRC work in 1 MiB pieces
-// A member's first compressed read; each further read doubles up to kChunk, so that
+constexpr size_t kChunk = 1 << 20;  // read_chunks hands out data in 1 MiB pieces
+// A header peek's first compressed read; each further read doubles up to kChunk, so that
 // reading a header does not pull in a megabyte.
 constexpr size_t kFirstReadBytes = 4096;
 // Any fixed date will do: the archive's content is what matters. 1980-01-01 00:00.
@@ -52,16 +53,6 @@ void put64(std::string& s, uint64_t v) {
   put32(s, static_cast<uint32_t>(v >> 32));
 }
 
-uint32_t crc_update(uint32_t crc, const uint8_t* p, size_t n) {
-  while (n > 0) {
-    uInt step = static_cast<uInt>(std::min(n, kChunk));
-    crc = static_cast<uint32_t>(::crc32(crc, p, step));
-    p += step;
-    n -= step;
-  }
-  return crc;
-}
-
 std::string errno_text() { return std::strerror(errno); }
 
 std::string member_key(const std::string& name) {
@@ -76,7 +67,10 @@ std::string member_key(const std::string& name) {
 // ---------------------------------------------------------------------------------------
 // Reader
 
-// The uncompressed bytes of one member, produced on demand and CRC-checked at the end.
+// The first uncompressed bytes of a member, for header(): zlib inflates a deflate stream
+// piece by piece, so a header is read without inflating (or holding) the member's data.
+// The CRC covers the whole member, so it is not checked here. Whole members are inflated
+// by inflate_member (libdeflate, one call), not by this.
 class NpzReader::MemberStream {
  public:
   MemberStream(NpzReader& r, const Member& m, uint64_t data_start)
@@ -103,26 +97,10 @@ class NpzReader::MemberStream {
       } else {
         inflate_into(dst, step);
       }
-      crc_ = crc_update(crc_, dst, step);
       produced_ += step;
       dst += step;
       n -= step;
     }
-  }
-
-  // The member must end exactly here, with the CRC its directory entry records.
-  void finish() {
-    if (m_.method == 8 && !stream_end_) {
-      uint8_t extra = 0;
-      z_.next_out = &extra;
-      z_.avail_out = 1;
-      while (!stream_end_ && z_.avail_out == 1) step_inflate();
-      if (z_.avail_out == 0)
-        throw Error(fmt::format("deflate stream holds more than the declared {} bytes",
-                                m_.uncompressed_size));
-    }
-    if (crc_ != m_.crc32)
-      throw Error(fmt::format("CRC mismatch (stored 0x{:08x}, computed 0x{:08x})", m_.crc32, crc_));
   }
 
  private:
@@ -169,10 +147,12 @@ class NpzReader::MemberStream {
   bool inflating_ = false, stream_end_ = false;
   int refills_ = 0;
   uint64_t produced_ = 0;
-  uint32_t crc_ = 0;
 };
 
-NpzReader::NpzReader(const std::string& path) : path_(path) {
+NpzReader::NpzReader(const std::string& path, NpzBuffer* buffer)
+    : path_(path),
+      own_buffer_(buffer ? nullptr : std::make_unique<NpzBuffer>()),
+      buffer_(buffer ? buffer : own_buffer_.get()) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     throw Error(errno == ENOENT ? "file not found" : "cannot open: " + errno_text(), path);
@@ -336,16 +316,45 @@ uint64_t NpzReader::data_offset(const Member& m) {
   return m.local_header_offset + kLocalLen + get16(h + 26) + get16(h + 28);
 }
 
-NpyHeader NpzReader::open_member(const Member& m, MemberStream& s) {
+namespace {
+
+// The declared sizes must be possible before anything that large is allocated or read.
+void check_declared_size(const NpzReader::Member& m) {
   uint64_t usize = m.uncompressed_size, csize = m.compressed_size;
   if (usize == 0) throw Error("member is empty (0 bytes): not an .npy array");
   if (usize > static_cast<uint64_t>(csize) * kMaxInflateRatio + 64 ||
       (m.method == 0 && usize != csize))
     throw Error(fmt::format("declared size of {} bytes is impossible for {} bytes {}", usize, csize,
                             m.method == 0 ? "stored" : "of deflate data"));
+}
+
+}  // namespace
+
+uint8_t* NpzBuffer::get(size_t n) {
+  if (n > size_) {
+    data_.reset();  // the old memory is not needed while the new is allocated
+    data_.reset(new uint8_t[n]);  // not value-initialized: every byte is written before use
+    size_ = n;
+  }
+  return data_.get();
+}
+
+void NpzReader::inflate_member(const Member& m, uint64_t start, uint8_t* out) {
+  const size_t usize = static_cast<size_t>(m.uncompressed_size);
+  if (m.method == 0) {
+    read_at(start, out, usize);
+    return;
+  }
+  uint8_t* in = compressed_.get(static_cast<size_t>(m.compressed_size));
+  read_at(start, in, static_cast<size_t>(m.compressed_size));
+  inflate_exact(in, static_cast<size_t>(m.compressed_size), out, usize);
+}
+
+NpyHeader NpzReader::parse_member_header(const Member& m, const ByteSource& next) {
+  const uint64_t usize = m.uncompressed_size;
   uint8_t pre[12];
   size_t n0 = static_cast<size_t>(std::min<uint64_t>(usize, sizeof(pre)));
-  s.read(pre, n0);
+  next(pre, n0);
   size_t len = npy_header_len(pre, n0);
   if (len == 0) parse_npy_header(pre, n0);  // too short to tell: throws "truncated header"
   // A version 1.0 length field of 0 or 1 ends the header inside the bytes just read (no
@@ -358,7 +367,7 @@ NpyHeader NpzReader::open_member(const Member& m, MemberStream& s) {
     throw Error(fmt::format("truncated header: member holds {} bytes, header needs {}", usize, len));
   std::vector<uint8_t> head(len);
   std::memcpy(head.data(), pre, n0);
-  s.read(head.data() + n0, len - n0);
+  next(head.data() + n0, len - n0);
   NpyHeader h = parse_npy_header(head.data(), len);
   uint64_t need = 0;
   if (__builtin_add_overflow(h.nbytes(), h.header_len, &need) || need != usize)
@@ -402,24 +411,55 @@ NpyHeader NpzReader::header(const std::string& key) {
     const Member& m = member(key);
     uint64_t start = data_offset(m);
     check_member(m, start, file_size_);
+    check_declared_size(m);
     MemberStream s(*this, m, start);
-    return open_member(m, s);
+    return parse_member_header(m, [&](uint8_t* dst, size_t n) { s.read(dst, n); });
+  });
+}
+
+NpyHeader NpzReader::open_whole(const std::string& key, const Room& room, uint8_t** bytes) {
+  const Member& m = member(key);
+  uint64_t start = data_offset(m);
+  check_member(m, start, file_size_);
+  check_declared_size(m);
+  const size_t usize = static_cast<size_t>(m.uncompressed_size);
+  uint8_t* out = room(usize);
+  inflate_member(m, start, out);
+  size_t at = 0;  // parse_member_header never asks for more than the member's bytes
+  NpyHeader h = parse_member_header(m, [&](uint8_t* dst, size_t n) {
+    std::memcpy(dst, out + at, n);
+    at += n;
+  });
+  // After the header, as when members were streamed: a damaged header is named as such.
+  uint32_t crc = crc32_of(out, usize);
+  if (crc != m.crc32)
+    throw Error(fmt::format("CRC mismatch (stored 0x{:08x}, computed 0x{:08x})", m.crc32, crc));
+  *bytes = out;
+  return h;
+}
+
+std::vector<uint8_t> NpzReader::read_stored(const std::string& key) {
+  return with_context(path_, key, [&] {
+    const Member& m = member(key);
+    uint64_t start = data_offset(m);
+    check_member(m, start, file_size_);
+    std::vector<uint8_t> bytes(static_cast<size_t>(m.compressed_size));
+    read_at(start, bytes.data(), bytes.size());
+    return bytes;
   });
 }
 
 NpyArray NpzReader::read(const std::string& key) {
   return with_context(path_, key, [&] {
-    const Member& m = member(key);
-    uint64_t start = data_offset(m);
-    check_member(m, start, file_size_);
-    MemberStream s(*this, m, start);
-    NpyHeader h = open_member(m, s);
     NpyArray a;
+    uint8_t* bytes = nullptr;
+    NpyHeader h = open_whole(key, [&](size_t n) {
+      a.data.resize(n);
+      return a.data.data();
+    }, &bytes);
     a.dtype = h.dtype;
     a.shape = h.shape;
-    a.data.resize(static_cast<size_t>(h.nbytes()));
-    s.read(a.data.data(), a.data.size());
-    s.finish();
+    a.data.erase(a.data.begin(), a.data.begin() + static_cast<ptrdiff_t>(h.header_len));
     to_native_layout(h, a.data);
     return a;
   });
@@ -428,33 +468,23 @@ NpyArray NpzReader::read(const std::string& key) {
 NpyHeader NpzReader::read_chunks(const std::string& key, const HeaderSink& on_header,
                                  const ChunkSink& on_chunk) {
   return with_context(path_, key, [&] {
-    const Member& m = member(key);
-    uint64_t start = data_offset(m);
-    check_member(m, start, file_size_);
-    MemberStream s(*this, m, start);
-    NpyHeader h = open_member(m, s);
+    uint8_t* bytes = nullptr;
+    NpyHeader h = open_whole(key, [&](size_t n) { return buffer_->get(n); }, &bytes);
     if (on_header) on_header(h);
+    const size_t end = h.header_len + static_cast<size_t>(h.nbytes());
     if (h.needs_transpose()) {
-      // Elements of one C-order chunk lie all over a Fortran-order member: read it whole
-      // (CRC checked), reorder, then hand it out in the usual chunks.
-      std::vector<uint8_t> all(static_cast<size_t>(h.nbytes()));
-      s.read(all.data(), all.size());
-      s.finish();
+      // Elements of one C-order chunk lie all over a Fortran-order member: reorder first.
+      std::vector<uint8_t> all(bytes + h.header_len, bytes + end);
       to_native_layout(h, all);
       for (size_t at = 0; at < all.size(); at += kChunk) on_chunk(all.data() + at, std::min(kChunk, all.size() - at));
       return h;
     }
-    uint64_t left = h.nbytes();
-    std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(left, kChunk)));
     const size_t elem = dtype_size(h.dtype);
-    while (left > 0) {
-      size_t step = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
-      s.read(buf.data(), step);
-      if (h.big_endian) swap_element_bytes(buf.data(), step, elem);  // chunks hold whole elements
-      on_chunk(buf.data(), step);
-      left -= step;
+    for (size_t at = h.header_len; at < end; at += kChunk) {
+      size_t step = std::min(kChunk, end - at);
+      if (h.big_endian) swap_element_bytes(bytes + at, step, elem);  // chunks hold whole elements
+      on_chunk(bytes + at, step);
     }
-    s.finish();
     return h;
   });
 }
@@ -590,7 +620,7 @@ void NpzWriter::write_data(const void* data, size_t n) {
 void NpzWriter::emit(const void* data, size_t n) {
   Entry& e = *entries_.back();
   const auto* p = static_cast<const uint8_t*>(data);
-  e.crc = crc_update(e.crc, p, n);
+  e.crc = crc32_of(p, n, e.crc);
   e.uncompressed += n;
   if (!compress_) {
     write_bytes(p, n);

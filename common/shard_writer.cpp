@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/graph.h"
 #include "common/hdf5.h"
+#include "common/hdf5_chunk.h"
 
 namespace tpuperf {
 
@@ -28,21 +29,25 @@ constexpr hsize_t kShardChunkBytes = 64 * 1024;
 // the per-graph arrays (7 counts, 6 offsets).
 constexpr int64_t kPerGraphTableBytes = 13 * sizeof(int64_t);
 
+// Chunks are written as stored (H5Dwrite_chunk), in the file's byte order.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "shard chunks are encoded little-endian");
+
 struct WriteTarget {
   hid_t file;
   int deflate;
   const std::string& path;
+  h5::ChunkEncoder& encoder;
 };
 
 // One dataset streamed to the file in whole chunks: rows are buffered until a chunk is
 // full, large appends go straight to the file. A dataset that never fills a chunk is
-// created at finish() with a chunk just as large as its data.
+// created at finish() with a chunk just as large as its data. Chunks are encoded here
+// (h5::ChunkEncoder: libdeflate, where HDF5's filter would run zlib) and written as stored.
 class Column {
  public:
-  Column(std::string name, hid_t file_type, hid_t mem_type, size_t elem_size, int rank,
-         hsize_t cols)
-      : name_(std::move(name)), file_type_(file_type), mem_type_(mem_type),
-        elem_(elem_size), rank_(rank), cols_(cols) {}
+  // elem_size: bytes of one element in the file's type, which memory holds as well.
+  Column(std::string name, hid_t file_type, size_t elem_size, int rank, hsize_t cols)
+      : name_(std::move(name)), file_type_(file_type), elem_(elem_size), rank_(rank), cols_(cols) {}
 
   void set_cols(hsize_t cols) { cols_ = cols; }
   hsize_t rows() const { return written_ + pending_rows_; }
@@ -106,20 +111,40 @@ class Column {
     // dataset of every open shard; the driver keeps train shards open until folds are set).
     l.chunk_cache = false;
     dset_ = h5::create_dataset(t.file, name_, file_type_, l, t.path);
+    dset_chunk_ = chunk_rows;
   }
 
+  // rows from written_ on, which is a multiple of the chunk: whole chunks but for the
+  // dataset's last, which is padded with zeros to the chunk's size (HDF5 stores edge
+  // chunks whole; readers never see the padding, which lies beyond the extent).
   void write(const WriteTarget& t, const void* data, hsize_t rows, hsize_t chunk) {
     if (!dset_.valid()) create(t, chunk);
-    h5::write_rows(dset_.get(), mem_type_, rank_, written_, rows, cols_, data, t.path, name_);
+    h5::set_rows(dset_.get(), written_ + rows, cols_, t.path, name_);
+    const size_t row_bytes = elem_ * cols_;
+    const size_t chunk_bytes = dset_chunk_ * row_bytes;
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (hsize_t r = 0; r < rows && row_bytes > 0; r += dset_chunk_) {
+      const hsize_t n = std::min(dset_chunk_, rows - r);
+      const uint8_t* src = p + r * row_bytes;
+      if (n < dset_chunk_) {
+        padded_.assign(chunk_bytes, 0);
+        std::copy(src, src + n * row_bytes, padded_.begin());
+        src = padded_.data();
+      }
+      const std::vector<uint8_t>& stored = t.encoder.encode(src, chunk_bytes, elem_);
+      h5::write_chunk(dset_.get(), written_ + r, stored.data(), stored.size(), t.path, name_);
+    }
     written_ += rows;
   }
 
   std::string name_;
-  hid_t file_type_, mem_type_;
+  hid_t file_type_;
   size_t elem_;
   int rank_;
   hsize_t cols_;
   h5::Handle dset_;
+  hsize_t dset_chunk_ = 0;  // rows per chunk of the dataset, once created
+  std::vector<uint8_t> padded_;
   hsize_t written_ = 0;
   std::vector<unsigned char> pending_;
   hsize_t pending_rows_ = 0;
@@ -127,7 +152,7 @@ class Column {
 
 template <class T>
 void write_small(const WriteTarget& t, const std::string& name, hid_t file_type, const std::vector<T>& v) {
-  Column c(name, file_type, h5::native_type<T>(), sizeof(T), 1, 1);
+  Column c(name, file_type, sizeof(T), 1, 1);
   c.append(t, v.data(), v.size());
   c.finish(t);
 }
@@ -138,7 +163,7 @@ void write_names(const WriteTarget& t, const std::vector<std::string>& names) {
   std::vector<char> buf(names.size() * len, '\0');
   for (size_t i = 0; i < names.size(); ++i) std::copy(names[i].begin(), names[i].end(), &buf[i * len]);
   h5::Handle type = h5::string_type(len, t.path, "name");
-  Column c("name", type.get(), type.get(), len, 1, 1);
+  Column c("name", type.get(), len, 1, 1);
   c.append(t, buf.data(), names.size());
   c.finish(t);
 }
@@ -173,17 +198,18 @@ struct ShardWriter::Impl {
   std::vector<int64_t> node_off{0}, edge_off{0}, config_off{0}, config_node_off{0},
       packed_off{0}, split_off{0};
 
-  Column node_feat{"node_feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, 2, 0};
-  Column node_opcode{"node_opcode", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, 1, 1};
-  Column edge_index{"edge_index", H5T_STD_I32LE, H5T_NATIVE_INT32, 4, 2, 2};
-  Column config_runtime{"config_runtime", H5T_STD_I64LE, H5T_NATIVE_INT64, 8, 1, 1};
-  Column config_feat{"config_feat", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, 2, kTileConfigDim};
-  Column normalizers{"config_runtime_normalizers", H5T_STD_I64LE, H5T_NATIVE_INT64, 8, 1, 1};
-  Column node_config_ids{"node_config_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, 4, 1, 1};
-  Column node_config_packed{"node_config_packed", H5T_STD_U64LE, H5T_NATIVE_UINT64, 8, 1, 1};
-  Column node_splits{"node_splits", H5T_STD_I64LE, H5T_NATIVE_INT64, 8, 1, 1};
+  Column node_feat{"node_feat", H5T_IEEE_F32LE, 4, 2, 0};
+  Column node_opcode{"node_opcode", H5T_STD_U8LE, 1, 1, 1};
+  Column edge_index{"edge_index", H5T_STD_I32LE, 4, 2, 2};
+  Column config_runtime{"config_runtime", H5T_STD_I64LE, 8, 1, 1};
+  Column config_feat{"config_feat", H5T_IEEE_F32LE, 4, 2, kTileConfigDim};
+  Column normalizers{"config_runtime_normalizers", H5T_STD_I64LE, 8, 1, 1};
+  Column node_config_ids{"node_config_ids", H5T_STD_I32LE, 4, 1, 1};
+  Column node_config_packed{"node_config_packed", H5T_STD_U64LE, 8, 1, 1};
+  Column node_splits{"node_splits", H5T_STD_I64LE, 8, 1, 1};
 
-  WriteTarget target() const { return {file.get(), deflate, path}; }
+  std::unique_ptr<h5::ChunkEncoder> encoder;
+  WriteTarget target() const { return {file.get(), deflate, path, *encoder}; }
   std::vector<Column*> columns() {
     return {&node_feat, &node_opcode, &edge_index, &config_runtime, &config_feat,
             &normalizers, &node_config_ids, &node_config_packed, &node_splits};
@@ -324,6 +350,7 @@ ShardWriter::ShardWriter(std::string path, std::string collection, std::string s
   }
   if (deflate_level < 0 || deflate_level > 9)
     throw Error("deflate level " + std::to_string(deflate_level) + " is not in 0..9", m.path);
+  m.encoder = std::make_unique<h5::ChunkEncoder>(deflate_level);
   m.file = h5::create_file(m.tmp, m.path);
 }
 

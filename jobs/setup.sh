@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  cmake g++ make pkg-config zlib1g-dev time
+  cmake g++ make pkg-config zlib1g-dev libdeflate-dev time
   libtorch-dev libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libhdf5-dev libyaml-cpp-dev libspdlog-dev libgtest-dev

@@ -20,7 +20,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # The tests of the npz/npy readers, graph validation and shards, and of the featurizer,
 # which parses tuning records from anywhere.
-READER_TESTS=(test_npy test_npz test_npz_numpy test_npz_faults test_graph test_shard test_shard_h5py
+READER_TESTS=(test_npy test_npz test_npz_numpy test_npz_faults test_graph test_shard test_shard_h5py test_hdf5_chunk
               test_shard_faults test_featurize_records test_featurize_real test_write_queue)
 
 # build_targets DIR LABEL TARGET...: builds quietly, the log in DIR/build.log.

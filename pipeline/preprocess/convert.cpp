@@ -11,16 +11,17 @@
 namespace tpuperf {
 
 ProcessedGraph convert_source(const std::string& path, const std::string& collection,
-                              const std::string& split, int fold, const PreprocessSettings& s) {
+                              const std::string& split, int fold, const PreprocessSettings& s,
+                              NpzBuffer* buffer) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error("is a directory, not an .npz file", path);
   bool dedup = split != "test";  // test configs must keep their indices
   if (Collection::parse(collection).kind == Kind::Tile) {
-    TileGraph g = load_tile_graph(path);
+    TileGraph g = load_tile_graph(path, buffer);
     return to_processed(g, collection, split, fold, s.dedup, dedup);
   }
-  LayoutGraph g = load_layout_graph(path);
+  LayoutGraph g = load_layout_graph(path, buffer);
   return to_processed(g, collection, split, fold, s.dedup, dedup, s.prune_hops);
 }
 

@@ -6,14 +6,17 @@
 
 #include <string>
 
+#include "common/npz.h"
 #include "common/processed_graph.h"
 #include "pipeline/preprocess/settings.h"
 
 namespace tpuperf {
 
 // Throws Error (file, key, reason) when the source is bad. fold is stored as given.
+// buffer: where members are inflated (NpzBuffer, common/npz.h); none: memory freed on return.
 ProcessedGraph convert_source(const std::string& path, const std::string& collection,
-                              const std::string& split, int fold, const PreprocessSettings& s);
+                              const std::string& split, int fold, const PreprocessSettings& s,
+                              NpzBuffer* buffer = nullptr);
 
 // Names of the fields in which two processed graphs differ (empty: identical).
 std::vector<std::string> diff_graphs(const ProcessedGraph& a, const ProcessedGraph& b);

@@ -141,7 +141,10 @@ class ShardSet {
 // applied when graphs are read, the same way for train, valid, test and new data.
 ProcessedGraph convert(const SourceFile& src, const PreprocessSettings& s) {
   if (src.is_directory) throw Error("is a directory, not an .npz file", src.abs_path);
-  return convert_source(src.abs_path, src.collection, src.split, kFoldTest, s);
+  // A rank reads file after file: one buffer for all their members, so that memory is
+  // page-faulted once, not per file (it keeps the largest member's size for the run).
+  static NpzBuffer buffer;
+  return convert_source(src.abs_path, src.collection, src.split, kFoldTest, s, &buffer);
 }
 
 int fold_of_split(const std::string& split) {

@@ -309,6 +309,22 @@ TEST_F(GraphTest, ConfigValueNotInRange) {
   cfg[2 * 36 + 5] = std::nanf("");
   replace(a, "node_config_feat", NpyArray::from(cfg, {3, 2, 18}));
   EXPECT_THAT(layout_error(a), HasSubstr("value nan at config 2"));
+  // Values whose float-to-int conversion would be undefined, or that round into -1..5, in
+  // float32 and float64 files (the vectorized check and its scalar fallback must agree).
+  for (double bad : {1e30, -1e30, 5.5, -1.5, 2.0000002, -1e-40, 6.0, -2.0, HUGE_VAL, -HUGE_VAL}) {
+    cfg[2 * 36 + 5] = static_cast<float>(bad);
+    replace(a, "node_config_feat", NpyArray::from(cfg, {3, 2, 18}));
+    EXPECT_THAT(layout_error(a), HasSubstr("at config 2, config node 0, column 5 is not an integer in -1..5"))
+        << bad;
+    std::vector<double> cfg64(cfg.begin(), cfg.end());
+    cfg64[2 * 36 + 5] = bad;
+    replace(a, "node_config_feat", NpyArray::from(cfg64, {3, 2, 18}));
+    EXPECT_THAT(layout_error(a), HasSubstr("at config 2, config node 0, column 5 is not an integer in -1..5"))
+        << bad;
+  }
+  cfg[2 * 36 + 5] = -0.0f;  // an integer, as numpy sees it
+  replace(a, "node_config_feat", NpyArray::from(cfg, {3, 2, 18}));
+  EXPECT_EQ(load_layout_graph(write("zero.npz", a)).node_config_feat[2 * 36 + 5], 0);
   g.node_config_feat[10] = -2;
   EXPECT_THAT(error_of([&] { validate(g); }),
               HasSubstr("key 'node_config_feat': value -2 at config 0, config node 0, column 10"));

@@ -13,6 +13,8 @@
 #include <functional>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "tests/test_util.h"
 #include "common/error.h"
 #include "common/npz.h"
@@ -382,7 +384,7 @@ TEST_F(NpzTest, CorruptedDeflateStream) {
   std::string p = write("badflate.npz", zip);
   NpzReader r(p);
   EXPECT_THAT(error_of([&] { r.read("node_feat"); }),
-              HasSubstr(prefix(p, "node_feat") + "corrupt deflate data (invalid block type)"));
+              HasSubstr(prefix(p, "node_feat") + "corrupt or truncated deflate data: its "));
 }
 
 TEST_F(NpzTest, WrongCrc) {
@@ -524,6 +526,42 @@ TEST_F(NpzTest, DeflateStreamShorterThanDeclared) {
   NpzReader r(p);
   EXPECT_THAT(error_of([&] { r.read("x"); }),
               HasSubstr(prefix(p, "x") + "deflate stream ends after 136 bytes, but the member declares 140"));
+}
+
+TEST_F(NpzTest, DeflateStreamLongerThanDeclared) {
+  // The directory records 4 bytes fewer than the member inflates to: the whole-buffer
+  // inflate is sized by that record, so the stream overruns it.
+  std::string full = npy_bytes(std::vector<float>{1, 2, 3}, {3});
+  RawMember m{"x.npy", full, true, false, full.size() - 4};
+  std::string p = write("longflate.npz", build_zip({m}));
+  NpzReader r(p);
+  const std::string want = prefix(p, "x") + "deflate stream holds more than the declared 136 bytes";
+  EXPECT_THAT(error_of([&] { r.read("x"); }), HasSubstr(want));
+  EXPECT_THAT(error_of([&] { r.read_chunks("x", nullptr, [](const uint8_t*, size_t) {}); }),
+              HasSubstr(want));
+}
+
+TEST_F(NpzTest, TruncatedDeflateStream) {
+  // The compressed bytes end half-way (the directory's compressed size says where): an
+  // error naming file and member, never a partial array.
+  std::vector<float> f(4096);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i * 7 % 1000);
+  std::string npy = npy_bytes(f, {4096});
+  uint64_t csize = raw_deflate(npy).size();
+  RawMember m{"node_feat.npy", npy, true, false, {}, {}, csize / 2};
+  std::string p = write("cutflate.npz", build_zip({m}));
+  NpzReader r(p);
+  const std::string want = prefix(p, "node_feat") +
+                           fmt::format("corrupt or truncated deflate data: its {} compressed bytes do "
+                                       "not inflate to the declared {} bytes",
+                                       csize / 2, npy.size());
+  EXPECT_THAT(error_of([&] { r.read("node_feat"); }), HasSubstr(want));
+  bool chunk_seen = false;
+  EXPECT_THAT(error_of([&] { r.read_chunks("node_feat", nullptr, [&](const uint8_t*, size_t) { chunk_seen = true; }); }),
+              HasSubstr(want));
+  EXPECT_FALSE(chunk_seen);  // nothing of a bad member reaches the consumer
+  // The header is still readable: it lies in the part that is there.
+  EXPECT_EQ(r.header("node_feat").shape, (std::vector<int64_t>{4096}));
 }
 
 TEST_F(NpzTest, RandomCorruptionOnlyEverThrowsError) {
