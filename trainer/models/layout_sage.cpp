@@ -34,7 +34,7 @@ class LayoutSage : public RankingModel {
     const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
     auto x = base.unsqueeze(0).expand({S, base.size(0), H});
     if (M > 0) {
-      const auto cfg = config_out(F::gelu(config_embed(batch.config_values.view({S * M, kLayoutConfigDim}))))
+      const auto cfg = config_out(F::gelu(embed_values(batch.config_values.view({S * M, kLayoutConfigDim}))))
                            .view({S, M, H});
       x = x.index_add(1, batch.config_node, cfg);
     } else {
@@ -46,6 +46,18 @@ class LayoutSage : public RankingModel {
     const bool fused = readout->fused;
     const auto pooled = torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(x, batch, fused)}, -1);
     return readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
+  }
+
+  // Sum over the 18 positions of config_embed's row for (position, value). The fused path
+  // multiplies the one-hot rows by the table instead: the same sum, and its backward is
+  // one dense matmul, where EmbeddingBag's sorts and scatters (20-40% of a layout step in
+  // tests/bench/RESULTS.md's profile).
+  torch::Tensor embed_values(const torch::Tensor& values) {
+    if (!readout->fused) return config_embed(values);
+    const auto& table = config_embed->weight;
+    // Each row's 18 indices are distinct (one per position), so a scatter of ones is exact.
+    const auto one_hot = torch::zeros({values.size(0), table.size(0)}, table.options()).scatter_(1, values, 1.0);
+    return one_hot.matmul(table);
   }
 
   bool pool_config;
