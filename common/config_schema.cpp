@@ -91,7 +91,7 @@ std::vector<ConfigKey>& schema_table() {
       {"model.tile.attention_heads", T::Int, "0",
        "tile model cross-config attention heads (0: off; must divide hidden)", 0, 64},
       {"model.tile.opcode_dim", T::Int, "32", "tile model opcode embedding width", 1, 4096},
-      {"model.layout.arch", T::String, "sage", "layout model architecture"},
+      {"model.layout.arch", T::String, "sage_config_pool", "layout model architecture"},
       {"model.layout.hidden", T::Int, "64", "layout model width", 4, 4096},
       {"model.layout.layers", T::Int, "3", "layout model SAGE blocks", 0, 64},
       {"model.layout.dropout", T::Float, "0.1", "layout model dropout", 0, 0.9},

@@ -8,6 +8,8 @@
 # a row per test graph (a full permutation for layout, all configs for a 2-config tile
 # graph) that tpuperf-score scores.
 # Usage: test_stress.sh BIN_DIR SRC_DIR
+# Environment: STRESS_SCALE (default stress-small; tests/bench/bench_stress.sh runs the
+#   full stress scale through the same checks).
 set -euo pipefail
 BIN=$1
 SRC=$2
@@ -23,8 +25,9 @@ for b in tpuperf-synth tpuperf-preprocess tpuperf-inspect tpuperf-train tpuperf-
   [ -x "$BIN/$b" ] || fail "missing $BIN/$b"
 done
 
-step "generate the stress-small tree"
-"$BIN/tpuperf-synth" --out "$work/gen" --scale stress-small --seed 3 --threads 2 > "$work/synth.log" 2>&1 \
+SCALE=${STRESS_SCALE:-stress-small}
+step "generate the $SCALE tree"
+"$BIN/tpuperf-synth" --out "$work/gen" --scale "$SCALE" --seed 3 --threads 2 > "$work/synth.log" 2>&1 \
   || { cat "$work/synth.log"; fail "tpuperf-synth"; }
 grep "done:" "$work/synth.log"
 

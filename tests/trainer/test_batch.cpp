@@ -52,6 +52,7 @@ TEST_F(Batches, LayoutBatchDecodesValues) {
   const auto batch = make_batch(Kind::Layout, {&a, &b}, {{1, 0}, {2}});
   ASSERT_EQ(batch.config_node.size(0), 5);
   EXPECT_EQ(batch.config_node[3].item<int64_t>(), 6 + b.node_config_ids[1]);
+  EXPECT_EQ(batch.config_offsets, (std::vector<int64_t>{0, 2, 5}));
   ASSERT_EQ(batch.config_values.sizes(), (std::vector<int64_t>{2, 5, 18}));
   for (int j = 0; j < kLayoutConfigDim; ++j) {
     EXPECT_EQ(batch.config_values[0][3][j].item<int64_t>(), j * 7 + (j % 7));

@@ -133,9 +133,12 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
   }
 
   std::vector<int64_t> config_node;
-  for (int64_t g = 0; g < G; ++g)
+  b.config_offsets.assign(1, 0);
+  for (int64_t g = 0; g < G; ++g) {
     for (int32_t id : graphs[static_cast<size_t>(g)]->node_config_ids)
       config_node.push_back(b.node_offsets[static_cast<size_t>(g)] + id);
+    b.config_offsets.push_back(static_cast<int64_t>(config_node.size()));
+  }
   const auto M = static_cast<int64_t>(config_node.size());
   std::vector<int64_t> values;
   values.reserve(static_cast<size_t>(S * M * kLayoutConfigDim));

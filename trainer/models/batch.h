@@ -43,7 +43,8 @@ struct Batch {
   torch::Tensor config_feat;  // G x S x 24 float32, raw (models transform it)
 
   // layout: M configurable nodes over all graphs
-  torch::Tensor config_node;  // M int64: global node id
+  torch::Tensor config_node;  // M int64: global node id, grouped by graph in graph order
+  std::vector<int64_t> config_offsets;  // G + 1: graph g's are config_node[off[g], off[g+1])
   // S x M x 18 int64: value v (-1..5) at position j encoded as j * 7 + (v + 1), i.e. an
   // index into a (18 * 7)-row embedding table. Slot s of node m uses the config in slot s
   // of m's graph.

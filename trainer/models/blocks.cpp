@@ -134,8 +134,16 @@ torch::Tensor pool_mean_max(const torch::Tensor& x, const Batch& batch, bool fus
   return torch::cat({segment_mean(x, batch.node_graph, G), segment_max(x, batch.node_graph, G)}, -1);
 }
 
-ReadoutImpl::ReadoutImpl(const ModelOptions& opts)
-    : pool_proj(register_module("pool_proj", torch::nn::Linear(2 * opts.hidden, opts.hidden))),
+torch::Tensor pool_config_nodes(const torch::Tensor& x, const Batch& batch, bool fused) {
+  const auto nodes = x.index_select(-2, batch.config_node);  // S x M x H
+  if (fused) return segment_mean_max(nodes.contiguous(), batch.config_offsets);
+  const auto graph = batch.node_graph.index_select(0, batch.config_node);
+  const int64_t G = batch.num_graphs;
+  return torch::cat({segment_mean(nodes, graph, G), segment_max(nodes, graph, G)}, -1);
+}
+
+ReadoutImpl::ReadoutImpl(const ModelOptions& opts, int64_t pools)
+    : pool_proj(register_module("pool_proj", torch::nn::Linear(pools * 2 * opts.hidden, opts.hidden))),
       hidden(register_module("hidden", torch::nn::Linear(opts.hidden, opts.hidden))),
       score(register_module("score", torch::nn::Linear(opts.hidden, 1))),
       dropout(opts.dropout),

@@ -90,13 +90,19 @@ TORCH_MODULE(ConfigAttention);
 // Per graph: the mean then the max of its nodes' states, [.., N, H] -> [.., G, 2H].
 torch::Tensor pool_mean_max(const torch::Tensor& x, const Batch& batch, bool fused);
 
+// The same over each graph's configurable nodes only (layout batches), [S, N, H] ->
+// [S, G, 2H]. A layout config changes only these nodes' inputs; in a mean over all nodes
+// one node's change is diluted by the graph's size, here it is not.
+torch::Tensor pool_config_nodes(const torch::Tensor& x, const Batch& batch, bool fused);
+
 // Per-config node states (S x N x H) -> scores (G x S): mean+max pooling per graph, MLP,
 // optional cross-config attention (S x S per graph over pooled embeddings, not per node:
 // affordable on large layout graphs), dropout, MLP to one score.
 struct ReadoutImpl : torch::nn::Module {
-  explicit ReadoutImpl(const ModelOptions& opts);
+  // pools: how many mean+max poolings forward_pooled receives side by side (2H each).
+  explicit ReadoutImpl(const ModelOptions& opts, int64_t pools = 1);
   torch::Tensor forward(const torch::Tensor& x, const Batch& batch);
-  // The same from pooled embeddings G x S x 2H.
+  // The same from pooled embeddings G x S x (pools * 2H).
   torch::Tensor forward_pooled(const torch::Tensor& pooled, const Batch& batch);
 
   torch::nn::Linear pool_proj{nullptr}, hidden{nullptr}, score{nullptr};

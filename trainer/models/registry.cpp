@@ -9,6 +9,7 @@ namespace tpuperf {
 ModelPtr make_tile_early_join(const ModelSpec& spec);
 ModelPtr make_tile_late_join(const ModelSpec& spec);
 ModelPtr make_layout_sage(const ModelSpec& spec);
+ModelPtr make_layout_sage_config_pool(const ModelSpec& spec);
 
 const std::vector<ModelArch>& model_archs() {
   static const std::vector<ModelArch> archs = {
@@ -18,6 +19,9 @@ const std::vector<ModelArch>& model_archs() {
        make_tile_late_join},
       {"sage", Kind::Layout, "GraphSAGE with each configurable node's layout embedded per config",
        make_layout_sage},
+      {"sage_config_pool", Kind::Layout,
+       "sage whose readout also pools the configurable nodes apart from the whole graph",
+       make_layout_sage_config_pool},
   };
   return archs;
 }

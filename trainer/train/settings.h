@@ -24,7 +24,7 @@ struct TrainSettings {
   double stall_timeout_s = 600;
   LossOptions loss;
   uint64_t seed = 0;
-  std::string tile_arch = "early_join", layout_arch = "sage";
+  std::string tile_arch = "early_join", layout_arch = "sage_config_pool";
   ModelOptions tile_model, layout_model;
   std::string ensemble = "mean_z";
   bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
