@@ -230,8 +230,8 @@ def tile_features(g, cfg=None):
     dims = nf[root, 21:27].astype(np.float64)
     m2m = nf[root, 134:140].astype(np.int64)
     gf, gnames = graph_features(g)
-    ob = cf[:, 6:12]
-    kb = cf[:, 0:6]
+    kb = cf[:, 0:6]     # kernel_bounds[0..5]; 6 sum, 7 product
+    ob = cf[:, 8:14]    # output_bounds[0..5]; 14 sum, 15 product
     valid = (ob > 0) & (dims[None, :] > 0)
     steps = np.where(valid, np.ceil(dims[None, :] / np.where(ob > 0, ob, 1)), 1.0)
     grid = steps.prod(1)
@@ -392,25 +392,30 @@ def graph_target(y):
     return (ly - ly.mean()) / (sd if sd > 0 else 1.0)
 
 
-def importances(model, X, t, names, top=12, seed=0, only=None):
+def importances(model, X, t, names, top=12, seed=0, units=None, rows=3000):
     """Permutation importance: the drop in R^2 of the (per-graph normalized) target when one
-    feature column is shuffled, mean of 2 shuffles, on up to 3000 rows; the top features.
-    only: the column indices to try (default: every column that varies)."""
+    unit (a feature column, or a list of columns shuffled together) is shuffled, mean of 2
+    shuffles, on up to `rows` rows; the top units. units: {name: [columns]} (default: every
+    column that varies, alone)."""
     from sklearn.metrics import r2_score
     rng = np.random.default_rng(seed)
-    idx = rng.choice(len(X), 3000, replace=False) if len(X) > 3000 else np.arange(len(X))
+    idx = rng.choice(len(X), rows, replace=False) if len(X) > rows else np.arange(len(X))
     Xs, ts = X[idx].copy(), t[idx]
     base = r2_score(ts, model.predict(Xs))
-    cols = [j for j in (range(X.shape[1]) if only is None else only) if Xs[:, j].min() != Xs[:, j].max()]
+    if units is None:
+        units = {names[j]: [j] for j in range(X.shape[1])}
     imp = []
-    for j in cols:
+    for uname, cols in units.items():
+        cols = [j for j in cols if Xs[:, j].min() != Xs[:, j].max()]
+        if not cols:
+            continue
         drops = []
         for r in range(2):
-            keep = Xs[:, j].copy()
-            Xs[:, j] = rng.permutation(keep)
+            keep = Xs[:, cols].copy()
+            Xs[:, cols] = keep[rng.permutation(len(keep))]
             drops.append(base - r2_score(ts, model.predict(Xs)))
-            Xs[:, j] = keep
-        imp.append((names[j], round(float(np.mean(drops)), 4)))
+            Xs[:, cols] = keep
+        imp.append((uname, round(float(np.mean(drops)), 4)))
     imp.sort(key=lambda x: -x[1])
     return imp[:top]
 
@@ -461,18 +466,18 @@ def within_features(g, kind, rows=None, lg=None):
     return np.hstack([X, raw]), names + [f"node{n // 18}_slot{n % 18}" for n in range(raw.shape[1])]
 
 
-def onehot_raw(train_raw, test_raw):
-    """One-hot of the (node, slot) columns that vary in train: ridge's per-node-choice model."""
-    from scipy import sparse
-    cols = [j for j in range(train_raw.shape[1]) if train_raw[:, j].min() != train_raw[:, j].max()]
-    mats = []
-    for M in (train_raw, test_raw):
-        blocks = []
-        for j in cols:
-            vals = np.unique(train_raw[:, j])
-            blocks.append(sparse.csr_matrix((M[:, j][:, None] == vals[None, :]).astype(np.float64)))
-        mats.append(sparse.hstack(blocks).tocsr() if blocks else sparse.csr_matrix((len(M), 0)))
-    return mats
+class OneHot:
+    """One-hot of the (node, slot) layout values seen in train, per column: ridge's model of
+    a cost per node choice."""
+
+    def __init__(self, raw):
+        self.vals = [np.unique(raw[:, j]) for j in range(raw.shape[1])]
+
+    def __call__(self, raw):
+        from scipy import sparse
+        blocks = [sparse.csr_matrix((raw[:, j][:, None] == v[None, :]).astype(np.float64))
+                  for j, v in enumerate(self.vals)]
+        return sparse.hstack(blocks).tocsr() if blocks else sparse.csr_matrix((len(raw), 0))
 
 
 def cmd_within(a):
@@ -489,37 +494,38 @@ def cmd_within(a):
     ytr, yte = targets(gtr, kind), targets(gte, kind)
     t = graph_target(ytr)
     out = dict(collection=a.collection, graph=stem, train=int(len(ytr)), test=int(len(yte)), models={})
+    # Features of the train part; only the columns that vary in it are kept (within one graph
+    # most (node, slot) values never change).
+    t0 = time.perf_counter()
+    lg = LayoutGraph(gtr) if kind == "layout" else None
+    Xtr, names = within_features(gtr, kind, lg=lg)
+    var = np.nonzero(Xtr.min(0) != Xtr.max(0))[0]
+    Xtr, names = Xtr[:, var], [names[j] for j in var]
+    nagg = sum(1 for n in names if not n.startswith("node"))   # aggregates come first
+    feat_s = time.perf_counter() - t0
+    out["features"] = dict(varying=int(len(var)), aggregates=int(nagg), seconds=feat_s)
     for name in ("ridge", "gbt"):
         t0 = time.perf_counter()
-        lg = LayoutGraph(gtr) if kind == "layout" else None
-        Xtr, names = within_features(gtr, kind, lg=lg)
-        feat_train_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        if name == "ridge":
-            if kind == "layout":
-                nagg = len(names) - gtr["node_config_feat"].shape[1] * 18
-                agg = Xtr[:, :nagg]
-                mu, sd = agg.mean(0), agg.std(0)
-                sd[sd == 0] = 1
-                Xte0, _ = within_features(gte, kind, lg=lg)
-                oh_tr, oh_te = onehot_raw(Xtr[:, nagg:], Xte0[:, nagg:])
-                A = sparse.hstack([oh_tr, sparse.csr_matrix((agg - mu) / sd)]).tocsr()
-                alpha = choose_alpha(A, t)
-                model = Ridge(alpha=alpha).fit(A, t)
-            else:
-                alpha = choose_alpha_dense(Xtr, t)
-                model = make_models(len(t), a.budget)["ridge"](alpha).fit(Xtr, t)
+        if name == "ridge" and kind == "layout":
+            mu, sd = Xtr[:, :nagg].mean(0), Xtr[:, :nagg].std(0)
+            sd[sd == 0] = 1
+            enc = OneHot(Xtr[:, nagg:])
+            design = lambda X: sparse.hstack([enc(X[:, nagg:]), sparse.csr_matrix((X[:, :nagg] - mu) / sd)]).tocsr()
+            A = design(Xtr)
+            alpha = choose_alpha(A, t)
+            model = Ridge(alpha=alpha).fit(A, t)
+        elif name == "ridge":
+            alpha = choose_alpha_dense(Xtr, t)
+            model = make_models(len(t), a.budget)["ridge"](alpha).fit(Xtr, t)
+            design = lambda X: X
         else:
             model = make_models(len(t), a.budget)["gbt"]().fit(Xtr, t)
-        train_s = time.perf_counter() - t0 + feat_train_s
+            design = lambda X: X
+        train_s = time.perf_counter() - t0 + feat_s
         # Prediction: features of the test file and the model, timed together.
         t0 = time.perf_counter()
-        Xte, _ = within_features(gte, kind, lg=lg)
-        if name == "ridge" and kind == "layout":
-            _, oh_te = onehot_raw(Xtr[:, nagg:], Xte[:, nagg:])
-            pred = model.predict(sparse.hstack([oh_te, sparse.csr_matrix((Xte[:, :nagg] - mu) / sd)]).tocsr())
-        else:
-            pred = model.predict(Xte)
+        Xte = within_features(gte, kind, lg=lg)[0][:, var]
+        pred = model.predict(design(Xte))
         pred_s = time.perf_counter() - t0
         if kind == "tile":
             score = tile_score(tile_order(pred, keep_default=False), yte)
@@ -531,9 +537,19 @@ def cmd_within(a):
         if name == "gbt":
             m["iterations"] = int(model.n_iter_)
             if a.importances:
-                m["importances"] = importances(model, Xtr, t, names)
+                # Aggregates one by one; the raw layout values of one configurable node (its
+                # varying slots shuffled together), named node<N>:opcode<K> (N: position in
+                # node_config_ids).
+                units = {n: [j] for j, n in enumerate(names) if not n.startswith("node")}
+                if kind == "layout":
+                    op = gtr["node_opcode"][gtr["node_config_ids"]]
+                    for j, n in enumerate(names):
+                        if n.startswith("node"):
+                            i = int(n[4:].split("_")[0])
+                            units.setdefault(f"node{i}:opcode{int(op[i])}", []).append(j)
+                m["importances"] = importances(model, Xtr, t, names, units=units, rows=1000)
         out["models"][name] = m
-    # Oracle-free reference points: random order and the train mean.
+    # Reference point: a random order.
     rng = np.random.default_rng(0)
     r = rng.permutation(len(yte))
     out["random"] = tile_score(r, yte) if kind == "tile" else layout_score(r, yte)
