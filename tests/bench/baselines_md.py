@@ -45,7 +45,9 @@ def main():
     if within:
         w = within
         L += ["### (a) Within one graph", "",
-              f"Run {w['when']}, load {w['load'][0]:.2f} → {w['load'][1]:.2f}, {w['seconds'] / 60:.1f} min. "
+              f"Run {w['when']}, load {w['load'][0]:.2f} → {w['load'][1]:.2f}, {w['seconds'] / 60:.1f} min "
+              "(tpuperf runs: " + ", ".join(sorted({t['tpuperf'].get('when', '?') for t in w['tasks']})) +
+              "; an earlier bench's runs are kept with --reuse-tpuperf, the splits being deterministic). "
               "A random 70/30 split of the graph's distinct configs (identical rows collapsed to the "
               "least runtime); both sides train on the 70% and rank the held-out 30% (generated "
               "graphs: at most 2,000 train and 1,000 held-out configs). tpuperf: the split written "
@@ -95,8 +97,10 @@ def main():
         imp = [t for t in w["tasks"] if t["baselines"]["models"]["gbt"].get("importances")]
         if imp:
             L += ["GBT permutation importances within a graph (drop in R² of the standardized log runtime "
-                  "when one column is shuffled; `nodeN_slotK`: the layout value of configurable node N at "
-                  "slot K, 0-5 output, 6-11 input, 12-17 kernel, minor-most first):", ""]
+                  "when one column is shuffled, on up to 1,000 train rows; `node<N>:opcode<K>`: the layout values of "
+                  "configurable node N (its position in node_config_ids; opcode 26 convolution, 34 dot, 75 "
+                  "reshape), all its slots shuffled together; the other names are aggregate features, "
+                  "`config_feat_<i>` the release's tile config columns, 15 = the output tile's product):", ""]
             for t in imp:
                 top = ", ".join(f"{n} {v:.3f}" for n, v in t["baselines"]["models"]["gbt"]["importances"][:8])
                 L.append(f"- {t['split']['stem']} ({t['split']['collection']}): {top}")

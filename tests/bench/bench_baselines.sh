@@ -274,7 +274,8 @@ for line in open(f"{work}/within/tasks.txt"):
         sc = next(x for x in tp["score"]["collections"] if x["collection"] == c)
         tasks.append(dict(tree=tree, split=s, tpuperf=dict(score=sc["score"], random=sc["random_baseline"],
                                                            train_wall_s=tp["wall_s"], steps_s=tp["steps_s"].get(c),
-                                                           rank=tp["rank"].get(c), settings=tp["settings"]),
+                                                           rank=tp["rank"].get(c), settings=tp["settings"],
+                                                           when=tp["when"]),
                           baselines=b))
 json.dump(dict(when=when, load=[float(l0), float(l1)], seconds=float(secs), tasks=tasks), open(out, "w"), indent=1)
 PY
