@@ -18,6 +18,7 @@ class LayoutSage : public RankingModel {
  public:
   LayoutSage(int64_t num_node_feat, const ModelOptions& opts, bool pool_config)
       : pool_config(pool_config),
+        fused(opts.fused),
         encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
         // Sum of one learned vector per (position, value): the same as a linear layer over
         // the 18 x 7 one-hot encoding, without materializing it.
@@ -43,7 +44,6 @@ class LayoutSage : public RankingModel {
     const BatchGraph graph(batch);
     for (auto& block : blocks) x = block->forward(x, graph);
     if (!pool_config) return readout(x, batch);
-    const bool fused = readout->fused;
     const auto pooled = torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(x, batch, fused)}, -1);
     return readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
   }
@@ -53,7 +53,7 @@ class LayoutSage : public RankingModel {
   // one dense matmul, where EmbeddingBag's sorts and scatters (20-40% of a layout step in
   // tests/bench/RESULTS.md's profile).
   torch::Tensor embed_values(const torch::Tensor& values) {
-    if (!readout->fused) return config_embed(values);
+    if (!fused) return config_embed(values);
     const auto& table = config_embed->weight;
     // Each row's 18 indices are distinct (one per position), so a scatter of ones is exact.
     const auto one_hot = torch::zeros({values.size(0), table.size(0)}, table.options()).scatter_(1, values, 1.0);
@@ -61,6 +61,7 @@ class LayoutSage : public RankingModel {
   }
 
   bool pool_config;
+  bool fused;  // model.fused: the kernels' path, or the plain definition
   NodeEncoder encoder{nullptr};
   torch::nn::EmbeddingBag config_embed{nullptr};
   torch::nn::Linear config_out{nullptr};
