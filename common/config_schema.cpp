@@ -61,6 +61,11 @@ std::vector<ConfigKey>& schema_table() {
        "steps per epoch for tile models (0: train.steps_per_epoch); tile graphs are small and many", 0, 1e9},
       {"train.layout_steps_per_epoch", T::Int, "0",
        "steps per epoch for layout models (0: train.steps_per_epoch)", 0, 1e9},
+      // One pass over a small collection's graphs is one or two steps per epoch (the bench
+      // tree's 6-7 train graphs per fold: 10 optimizer steps in all), far too few to learn;
+      // the release's layout collections (61-207 graphs) make 8-26 steps a pass.
+      {"train.min_steps_per_epoch", T::Int, "20",
+       "floor on the steps of an epoch that is one pass over the train graphs (steps_per_epoch 0)", 1, 1e9},
       {"train.tile_slate", T::Int, "32", "configs per tile graph in a step", 2, 4096},
       {"train.layout_slate", T::Int, "16", "configs per layout graph in a step", 2, 4096},
       {"train.eval_max_configs", T::Int, "1000",
@@ -84,14 +89,14 @@ std::vector<ConfigKey>& schema_table() {
        "run the models' hot path in the fused CPU kernels (false: plain LibTorch ops, the models' "
        "reference definition; same results up to float rounding)"},
       // Choices: the trainer's model registry (trainer/models/registry.h).
-      {"model.tile.arch", T::String, "early_join", "tile model architecture"},
+      {"model.tile.arch", T::String, "early_join_shape", "tile model architecture"},
       {"model.tile.hidden", T::Int, "64", "tile model width", 4, 4096},
       {"model.tile.layers", T::Int, "3", "tile model SAGE blocks", 0, 64},
       {"model.tile.dropout", T::Float, "0.1", "tile model dropout", 0, 0.9},
       {"model.tile.attention_heads", T::Int, "0",
        "tile model cross-config attention heads (0: off; must divide hidden)", 0, 64},
       {"model.tile.opcode_dim", T::Int, "32", "tile model opcode embedding width", 1, 4096},
-      {"model.layout.arch", T::String, "sage_config_pool", "layout model architecture"},
+      {"model.layout.arch", T::String, "sage_shape", "layout model architecture"},
       {"model.layout.hidden", T::Int, "64", "layout model width", 4, 4096},
       {"model.layout.layers", T::Int, "3", "layout model SAGE blocks", 0, 64},
       {"model.layout.dropout", T::Float, "0.1", "layout model dropout", 0, 0.9},

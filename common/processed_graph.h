@@ -41,6 +41,12 @@ struct ProcessedGraph {
   std::vector<uint64_t> node_config_packed;
   std::vector<int64_t> node_splits;  // re-indexed computation boundaries
 
+  // Raw tensor dims the configs are read against (tile: 12, layout: nc x 18; see
+  // common/config_dims.h). Not stored in the shards: attach_config_dims fills it from the
+  // untransformed node features when a graph is loaded; empty until then.
+  std::vector<int64_t> config_dims;
+  bool has_config_dims = false;  // set by attach_config_dims (nc = 0 leaves config_dims empty)
+
   // Provenance: what preprocessing did to this graph.
   int64_t configs_before = 0;  // configs in the source file
   int64_t nodes_before = 0;

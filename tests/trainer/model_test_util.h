@@ -1,6 +1,8 @@
 // Helpers of the model tests: random graphs of either kind and small model specs.
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -9,6 +11,28 @@
 #include "trainer/models/registry.h"
 
 namespace tpuperf {
+
+// Random config dims (what attach_config_dims reads from raw features): ranks 1-4, dims
+// 1-300, a random minor_to_major for tile roots. Drawn from the graph's name, so the
+// caller's generator is not advanced.
+inline void attach_random_dims(Kind kind, ProcessedGraph& g) {
+  std::mt19937_64 rng(std::hash<std::string>{}(g.name));
+  auto tensor = [&](int64_t* d) {
+    const int rank = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < 6; ++i) d[i] = i < rank ? 1 + static_cast<int64_t>(rng() % 300) : 0;
+    return rank;
+  };
+  if (kind == Kind::Tile) {
+    g.config_dims.assign(12, -1);
+    const int rank = tensor(g.config_dims.data());
+    for (int i = 0; i < rank; ++i) g.config_dims[6 + static_cast<size_t>(i)] = i;
+    std::shuffle(g.config_dims.begin() + 6, g.config_dims.begin() + 6 + rank, rng);
+  } else {
+    g.config_dims.assign(g.node_config_ids.size() * 18, 0);
+    for (size_t t = 0; t < g.node_config_ids.size() * 3; ++t) tensor(g.config_dims.data() + 6 * t);
+  }
+  g.has_config_dims = true;
+}
 
 // A random graph: n nodes of num_feat features, a tree of edges (node u consumes a lower
 // node), c configs with runtimes 1000..1999 (tile: config features 0..15, normalizers 1;
@@ -39,6 +63,7 @@ inline ProcessedGraph random_graph(Kind kind, std::mt19937_64& rng, int64_t n, i
       g.node_config_packed.push_back(pack_layout_values(v));
     }
   }
+  attach_random_dims(kind, g);
   return g;
 }
 

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "tests/trainer/model_test_util.h"
 #include "trainer/models/batch.h"
+#include "trainer/models/shape_features.h"
 
 namespace tpuperf {
 namespace {
@@ -59,6 +62,90 @@ TEST_F(Batches, LayoutBatchDecodesValues) {
     EXPECT_EQ(batch.config_values[1][3][j].item<int64_t>(), j * 7 + (j % 7));  // padding
   }
   EXPECT_DOUBLE_EQ(batch.target[0][0].item<double>(), static_cast<double>(a.config_runtime[1]));
+}
+
+// Tile: a (100 x 300) output whose minor dim is 1, tiled (5 x 100) with a (2 x 3) kernel
+// tile: 20 x 3 = 60 grid steps; the tile pads to (8 x 128) = 1024 elements from 500.
+TEST_F(Batches, TileShapeFeaturesByHand) {
+  float config[24] = {2, 3, 0, 0, 0, 0, 5, 6, 5, 100, 0, 0, 0, 0, 105, 500};
+  const int64_t dims[12] = {100, 300, 0, 0, 0, 0, 1, 0, -1, -1, -1, -1};
+  float out[kTileShapeFeat];
+  tile_shape_features(config, dims, out);
+  const double l = std::log(60.0), p = std::log(1024.0), t = std::log(500.0), k = std::log(6.0);
+  const double expect[kTileShapeFeat] = {std::log(20.0) / 4, std::log(3.0) / 4, 0, 0, 0, 0, l / 8, t / 8, p / 8,
+                                         (p - t) / 4, (l + p) / 8, k / 8, (l + k) / 8};
+  for (int j = 0; j < kTileShapeFeat; ++j) EXPECT_NEAR(out[j], expect[j], 1e-6) << j;
+}
+
+// Layout: an output of (4 x 256) laid out with dim 0 minor (4 pads to 128, 256 is a
+// multiple of 8), a default input, an absent kernel.
+TEST_F(Batches, LayoutShapeFeaturesByHand) {
+  const int8_t values[18] = {0, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1};
+  const int64_t dims[18] = {4, 256, 0, 0, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  float out[kLayoutShapeFeat];
+  layout_shape_features(values, dims, 65536.0, out);
+  const double expect_out[8] = {0, 0, std::log1p(4.0) / 8, std::log1p(256.0) / 8, std::log(32.0) / 4, 0,
+                                std::log1p(1024.0) / 16, 1024.0 * 31 / 65536};
+  for (int j = 0; j < 8; ++j) EXPECT_NEAR(out[j], expect_out[j], 1e-6) << j;
+  const double expect_in[8] = {1, 0, 0, 0, 0, 0, std::log1p(64.0) / 16, 0};
+  for (int j = 0; j < 8; ++j) EXPECT_NEAR(out[8 + j], expect_in[j], 1e-6) << j;
+  for (int j = 16; j < 24; ++j) EXPECT_EQ(out[j], 0.0f) << j;
+  // Row-major (dim 1 minor): no padding of 256 to 128, 4 to 8 doubles it.
+  const int8_t row_major[18] = {1, 0, -1, -1, -1, -1};
+  const int64_t dims2[18] = {4, 256};
+  layout_shape_features(row_major, dims2, 1024.0, out);
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_NEAR(out[4], 0.0, 1e-7);
+  EXPECT_NEAR(out[5], std::log(2.0) / 2, 1e-6);
+  EXPECT_NEAR(out[7], 1.0, 1e-6);
+  EXPECT_DOUBLE_EQ(max_layout_elements(dims, 1), 1024.0);
+}
+
+TEST_F(Batches, ShapeFeaturesFollowTheSlots) {
+  std::mt19937_64 rng(3);
+  auto a = random_graph(Kind::Tile, rng, 5, 6), b = random_graph(Kind::Tile, rng, 3, 4);
+  auto tile = make_batch(Kind::Tile, {&a, &b}, {{0, 4}, {3}});
+  ASSERT_EQ(tile.config_shape.sizes(), (std::vector<int64_t>{2, 2, kTileShapeFeat}));
+  float out[kTileShapeFeat];
+  tile_shape_features(b.config_feat.data() + 3 * 24, b.config_dims.data(), out);
+  for (int j = 0; j < kTileShapeFeat; ++j) {
+    EXPECT_EQ(tile.config_shape[1][0][j].item<float>(), out[j]);
+    EXPECT_EQ(tile.config_shape[1][1][j].item<float>(), out[j]);  // padding repeats slot 0
+  }
+  auto c = random_graph(Kind::Layout, rng, 6, 2, 2), d = random_graph(Kind::Layout, rng, 9, 3, 3);
+  auto layout = make_batch(Kind::Layout, {&c, &d}, {{1, 0}, {2}});
+  ASSERT_EQ(layout.config_shape.sizes(), (std::vector<int64_t>{2, 5, kLayoutShapeFeat}));
+  int8_t v[18];
+  unpack_layout_values(d.node_config_packed[2 * 3 + 1], v);
+  float row[kLayoutShapeFeat];
+  layout_shape_features(v, d.config_dims.data() + 18, max_layout_elements(d.config_dims.data(), 3), row);
+  for (int j = 0; j < kLayoutShapeFeat; ++j) EXPECT_EQ(layout.config_shape[0][3][j].item<float>(), row[j]) << j;
+
+  // Graphs without config dims give no config_shape; models that need it say so; a batch
+  // mixing both is refused.
+  b.has_config_dims = false;
+  b.config_dims.clear();
+  EXPECT_THROW(make_batch(Kind::Tile, {&a, &b}, {{0}, {0}}), Error);
+  const auto plain = make_batch(Kind::Tile, {&b}, {{0}});
+  EXPECT_FALSE(plain.config_shape.defined());
+  for (const char* arch : {"early_join_shape", "early_join"}) {
+    ModelSpec spec;
+    spec.kind = Kind::Tile;
+    spec.arch = arch;
+    spec.num_node_feat = kFeat;
+    spec.options = small_options();
+    const ModelPtr model = make_model(spec);
+    if (std::string(arch) == "early_join") {
+      EXPECT_NO_THROW(model->forward(plain));
+    } else {
+      try {
+        model->forward(plain);
+        FAIL() << "early_join_shape ran without config dims";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("early_join_shape"), std::string::npos) << e.what();
+      }
+    }
+  }
 }
 
 }  // namespace

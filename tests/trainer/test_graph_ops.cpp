@@ -203,6 +203,7 @@ std::vector<ProcessedGraph> tiny_graphs(Kind kind, std::mt19937_64& rng) {
         g.node_config_packed.push_back(pack_layout_values(v));
       }
     }
+    attach_random_dims(kind, g);
     graphs.push_back(g);
   }
   return graphs;

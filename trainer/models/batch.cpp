@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "common/config_dims.h"
 #include "common/error.h"
+#include "trainer/models/shape_features.h"
 
 namespace tpuperf {
 
@@ -41,6 +43,18 @@ void check_graph(Kind kind, const ProcessedGraph& g, int64_t num_feat,
     for (int32_t v : g.node_config_ids)
       if (v < 0 || v >= n) fail("node_config_id " + std::to_string(v) + " out of range");
   }
+  const auto dims = kind == Kind::Tile ? kTileConfigDims : kLayoutConfigDims * static_cast<int64_t>(g.node_config_ids.size());
+  if (g.has_config_dims && static_cast<int64_t>(g.config_dims.size()) != dims)
+    fail("config_dims holds " + std::to_string(g.config_dims.size()) + " values, expected " + std::to_string(dims));
+}
+
+// All graphs carry config dims, or none (then the batch has no config_shape).
+bool have_config_dims(const std::vector<const ProcessedGraph*>& graphs) {
+  const bool first = graphs[0]->has_config_dims;
+  for (const ProcessedGraph* g : graphs)
+    if (g->has_config_dims != first)
+      throw Error("some graphs of the batch carry config dims and some do not", "", g->collection + ":" + g->name);
+  return first;
 }
 
 double target_of(Kind kind, const ProcessedGraph& g, int64_t k) {
@@ -78,6 +92,7 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
   }
   b.num_nodes = b.node_offsets.back();
   const int64_t G = b.num_graphs, S = b.slate;
+  const bool with_dims = have_config_dims(graphs);
 
   std::vector<float> feat;
   std::vector<int64_t> opcode, node_graph, consumer, producer;
@@ -129,6 +144,13 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
       }
     }
     b.config_feat = to_tensor(cf, {G, S, kTileConfigDim}, torch::kFloat32);
+    if (with_dims) {
+      std::vector<float> shape(static_cast<size_t>(G * S * kTileShapeFeat));
+      for (int64_t gs = 0; gs < G * S; ++gs)
+        tile_shape_features(cf.data() + gs * kTileConfigDim, graphs[static_cast<size_t>(gs / S)]->config_dims.data(),
+                            shape.data() + gs * kTileShapeFeat);
+      b.config_shape = to_tensor(shape, {G, S, kTileShapeFeat}, torch::kFloat32);
+    }
     return b;
   }
 
@@ -142,6 +164,14 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
   const auto M = static_cast<int64_t>(config_node.size());
   std::vector<int64_t> values;
   values.reserve(static_cast<size_t>(S * M * kLayoutConfigDim));
+  std::vector<float> shape(with_dims ? static_cast<size_t>(S * M * kLayoutShapeFeat) : 0);
+  std::vector<double> max_elements(static_cast<size_t>(G), 1.0);
+  if (with_dims)
+    for (int64_t g = 0; g < G; ++g) {
+      const ProcessedGraph& pg = *graphs[static_cast<size_t>(g)];
+      max_elements[static_cast<size_t>(g)] =
+          max_layout_elements(pg.config_dims.data(), static_cast<int64_t>(pg.node_config_ids.size()));
+    }
   int8_t decoded[kLayoutConfigDim];
   for (int64_t s = 0; s < S; ++s) {
     for (int64_t g = 0; g < G; ++g) {
@@ -150,6 +180,11 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
       const int64_t k = index[static_cast<size_t>(g * S + s)];
       for (int64_t m = 0; m < nc; ++m) {
         unpack_layout_values(pg.node_config_packed[static_cast<size_t>(k * nc + m)], decoded);
+        if (with_dims) {
+          const auto row = static_cast<int64_t>(values.size()) / kLayoutConfigDim;
+          layout_shape_features(decoded, pg.config_dims.data() + m * kLayoutConfigDims,
+                                max_elements[static_cast<size_t>(g)], shape.data() + row * kLayoutShapeFeat);
+        }
         for (int64_t j = 0; j < kLayoutConfigDim; ++j)
           values.push_back(j * kLayoutLevels + decoded[j] + 1);
       }
@@ -157,6 +192,7 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
   }
   b.config_node = to_tensor(config_node, {M}, torch::kInt64);
   b.config_values = to_tensor(values, {S, M, kLayoutConfigDim}, torch::kInt64);
+  if (with_dims) b.config_shape = to_tensor(shape, {S, M, kLayoutShapeFeat}, torch::kFloat32);
   return b;
 }
 
@@ -164,7 +200,15 @@ Batch batch_to_dtype(const Batch& batch, torch::ScalarType dtype) {
   Batch b = batch;
   b.node_feat = batch.node_feat.to(dtype);
   if (batch.config_feat.defined()) b.config_feat = batch.config_feat.to(dtype);
+  if (batch.config_shape.defined()) b.config_shape = batch.config_shape.to(dtype);
   return b;
+}
+
+const torch::Tensor& require_config_shape(const Batch& batch, const std::string& model) {
+  if (!batch.config_shape.defined())
+    throw Error("model '" + model + "' needs the graphs' config dims (common/config_dims.h), which this batch's "
+                "graphs do not carry: attach_config_dims must run on the untransformed features when they are loaded");
+  return batch.config_shape;
 }
 
 }  // namespace tpuperf

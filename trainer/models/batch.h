@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/collection.h"
@@ -39,6 +40,11 @@ struct Batch {
   // layout: runtime. Zero for padding and for unlabelled (test) graphs.
   torch::Tensor target;
 
+  // What each slot's config means for the graph's tensors (trainer/models/shape_features.h):
+  // tile G x S x kTileShapeFeat, layout S x M x kLayoutShapeFeat, float32. Undefined when
+  // the graphs carry no config_dims (common/config_dims.h); models that need it say so.
+  torch::Tensor config_shape;
+
   // tile
   torch::Tensor config_feat;  // G x S x 24 float32, raw (models transform it)
 
@@ -57,7 +63,10 @@ struct Batch {
 Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
                  const std::vector<std::vector<int64_t>>& configs);
 
-// The batch with its floating-point inputs (node_feat, config_feat) cast to dtype, e.g.
+// The batch's config_shape, or Error naming `model` when the graphs carried no config dims.
+const torch::Tensor& require_config_shape(const Batch& batch, const std::string& model);
+
+// The batch with its floating-point inputs (node_feat, config_feat, config_shape) cast to dtype, e.g.
 // torch::kFloat64 for gradient checks; target stays float64.
 Batch batch_to_dtype(const Batch& batch, torch::ScalarType dtype);
 

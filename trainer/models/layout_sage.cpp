@@ -5,8 +5,19 @@
 // sage_config_pool is the same model whose readout pools the configurable nodes apart as
 // well (mean and max over all nodes, and over the configurable ones): a config changes
 // only those nodes' inputs, and in a 10k-node graph their share of a mean is small.
+// sage_shape is sage_config_pool whose config embedding also sees what each layout means
+// for the node's tensors (trainer/models/shape_features.h: the size of the dims it puts
+// minor, their padding to the (8 x 128) tiles, the waste), through a linear map added to
+// the value embedding before the config MLP's nonlinearity, and adds a "wide" cost term to
+// each score: a sum over the graph's configurable nodes of <A(node), [shape features,
+// one-hot layout values]>, where A maps the node's config-free state to weights. A layout's
+// cost is close to a sum over nodes of what each node's choice costs it, and a flat model
+// on such sums ranks real layouts better than a mean pool of deep states can (the
+// Baselines section of tests/bench/RESULTS.md); A starts at zero, so training starts from
+// the deep model.
 #include "trainer/models/blocks.h"
 #include "trainer/models/registry.h"
+#include "trainer/models/shape_features.h"
 
 namespace tpuperf {
 
@@ -16,7 +27,7 @@ namespace {
 
 class LayoutSage : public RankingModel {
  public:
-  LayoutSage(int64_t num_node_feat, const ModelOptions& opts, bool pool_config)
+  LayoutSage(int64_t num_node_feat, const ModelOptions& opts, bool pool_config, bool shape)
       : pool_config(pool_config),
         fused(opts.fused),
         encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
@@ -28,15 +39,23 @@ class LayoutSage : public RankingModel {
                 torch::nn::EmbeddingBagOptions(kLayoutConfigDim * kLayoutLevels, opts.hidden).mode(torch::kSum)))),
         config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
         blocks(make_sage_blocks(*this, opts)),
-        readout(register_module("readout", Readout(opts, pool_config ? 2 : 1))) {}
+        readout(register_module("readout", Readout(opts, pool_config ? 2 : 1))) {
+    if (!shape) return;
+    shape_in = register_module("shape_in", torch::nn::Linear(kLayoutShapeFeat, opts.hidden));
+    wide = register_module("wide", torch::nn::Linear(opts.hidden, kLayoutShapeFeat + kLayoutConfigDim * kLayoutLevels));
+    torch::NoGradGuard no_grad;
+    wide->weight.zero_();
+    wide->bias.zero_();
+  }
 
   torch::Tensor forward(const Batch& batch) override {
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // N x H, config-free
     const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
     auto x = base.unsqueeze(0).expand({S, base.size(0), H});
     if (M > 0) {
-      const auto cfg = config_out(F::gelu(embed_values(batch.config_values.view({S * M, kLayoutConfigDim}))))
-                           .view({S, M, H});
+      auto embedded = embed_values(batch.config_values.view({S * M, kLayoutConfigDim}));
+      if (shape_in) embedded = embedded + shape_in(require_config_shape(batch, "sage_shape").view({S * M, kLayoutShapeFeat}));
+      const auto cfg = config_out(F::gelu(embedded)).view({S, M, H});
       x = x.index_add(1, batch.config_node, cfg);
     } else {
       x = x.contiguous();
@@ -45,7 +64,26 @@ class LayoutSage : public RankingModel {
     for (auto& block : blocks) x = block->forward(x, graph);
     if (!pool_config) return readout(x, batch);
     const auto pooled = torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(x, batch, fused)}, -1);
-    return readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
+    auto scores = readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
+    if (wide && M > 0) scores = scores + wide_cost(base, batch);
+    return scores;
+  }
+
+  // G x S: per graph, the sum over its configurable nodes of <wide(node state), [shape
+  // features, one-hot values]> of each slot's config.
+  torch::Tensor wide_cost(const torch::Tensor& base, const Batch& batch) {
+    const int64_t S = batch.slate, M = batch.config_node.size(0), G = batch.num_graphs;
+    const auto& shape_feat = require_config_shape(batch, "sage_shape");
+    const auto weights = wide(base.index_select(0, batch.config_node));  // M x K
+    const auto one_hot = torch::zeros({S, M, kLayoutConfigDim * kLayoutLevels}, weights.options())
+                             .scatter_(2, batch.config_values, 1.0);
+    const auto inputs = torch::cat({shape_feat, one_hot}, -1);  // S x M x K
+    const auto per_node = (inputs * weights.unsqueeze(0)).sum(-1);  // S x M
+    std::vector<int64_t> counts(static_cast<size_t>(G));
+    for (int64_t g = 0; g < G; ++g)
+      counts[static_cast<size_t>(g)] = batch.config_offsets[static_cast<size_t>(g + 1)] - batch.config_offsets[static_cast<size_t>(g)];
+    const auto graph_of = torch::repeat_interleave(torch::arange(G), torch::tensor(counts));
+    return torch::zeros({S, G}, per_node.options()).index_add_(1, graph_of, per_node).transpose(0, 1);
   }
 
   // Sum over the 18 positions of config_embed's row for (position, value). The fused path
@@ -65,6 +103,7 @@ class LayoutSage : public RankingModel {
   NodeEncoder encoder{nullptr};
   torch::nn::EmbeddingBag config_embed{nullptr};
   torch::nn::Linear config_out{nullptr};
+  torch::nn::Linear shape_in{nullptr}, wide{nullptr};  // sage_shape only
   std::vector<SageBlock> blocks;
   Readout readout{nullptr};
 };
@@ -72,11 +111,15 @@ class LayoutSage : public RankingModel {
 }  // namespace
 
 ModelPtr make_layout_sage(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, false);
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, false, false);
 }
 
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true);
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, false);
+}
+
+ModelPtr make_layout_sage_shape(const ModelSpec& spec) {
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, true);
 }
 
 }  // namespace tpuperf

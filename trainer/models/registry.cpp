@@ -7,9 +7,11 @@ namespace tpuperf {
 
 // Each model's factory, defined in its own file.
 ModelPtr make_tile_early_join(const ModelSpec& spec);
+ModelPtr make_tile_early_join_shape(const ModelSpec& spec);
 ModelPtr make_tile_late_join(const ModelSpec& spec);
 ModelPtr make_layout_sage(const ModelSpec& spec);
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec);
+ModelPtr make_layout_sage_shape(const ModelSpec& spec);
 
 const std::vector<ModelArch>& model_archs() {
   static const std::vector<ModelArch> archs = {
@@ -17,11 +19,17 @@ const std::vector<ModelArch>& model_archs() {
        make_tile_early_join},
       {"late_join", Kind::Tile, "GraphSAGE over the graph alone, config features joined after pooling",
        make_tile_late_join},
+      {"early_join_shape", Kind::Tile,
+       "early_join whose config input also holds the tiling's grid steps and padded tile over the kernel's output",
+       make_tile_early_join_shape},
       {"sage", Kind::Layout, "GraphSAGE with each configurable node's layout embedded per config",
        make_layout_sage},
       {"sage_config_pool", Kind::Layout,
        "sage whose readout also pools the configurable nodes apart from the whole graph",
        make_layout_sage_config_pool},
+      {"sage_shape", Kind::Layout,
+       "sage_config_pool whose config embedding also sees each layout's minor dims, padding and waste",
+       make_layout_sage_shape},
   };
   return archs;
 }

@@ -34,7 +34,8 @@ struct ModelArch {
   std::function<ModelPtr(const ModelSpec&)> make;
 };
 
-// Every registered architecture, in table order (the first of a kind is its default).
+// Every registered architecture, in table order (the config schema names the defaults:
+// model.tile.arch and model.layout.arch).
 const std::vector<ModelArch>& model_archs();
 std::vector<std::string> model_arch_names(Kind kind);
 

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "common/config_dims.h"
 #include "common/error.h"
 #include "common/feature_transform.h"
 #include "common/graph.h"
@@ -59,6 +60,7 @@ void Ranker::Impl::require_kind(Kind kind, const std::string& what) const {
 }
 
 Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph) const {
+  attach_config_dims(collection.kind, graph);  // from the raw features, before the transform
   const std::vector<float> untransformed = std::move(graph.node_feat);
   std::vector<GraphScores> members;
   const FeatureTransform* applied = nullptr;

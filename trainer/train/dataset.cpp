@@ -3,6 +3,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "common/config_dims.h"
 #include "common/error.h"
 #include "common/feature_transform.h"
 #include "common/graph.h"
@@ -25,7 +26,7 @@ int64_t bytes_of(const std::vector<T>& v) {
 }
 
 int64_t graph_bytes(const ProcessedGraph& g) {
-  return bytes_of(g.node_feat) + bytes_of(g.node_opcode) + bytes_of(g.edge_index) +
+  return bytes_of(g.node_feat) + bytes_of(g.node_opcode) + bytes_of(g.edge_index) + bytes_of(g.config_dims) +
          bytes_of(g.config_runtime) + bytes_of(g.config_feat) +
          bytes_of(g.config_runtime_normalizers) + bytes_of(g.node_config_ids) +
          bytes_of(g.node_config_packed) + bytes_of(g.node_splits);
@@ -106,6 +107,7 @@ ProcessedGraph GraphSet::load_graph(const ManifestGraph& m) const {
   try {
     check_entry(r, m);
     ProcessedGraph g = kind_ == Kind::Tile ? r.read(m.index) : r.read_structure(m.index);
+    attach_config_dims(kind_, g);  // from the raw features, before the transform
     g.node_feat = apply_transform(transform_, g.node_feat.data(), g.num_nodes);
     g.num_node_feat = num_node_feat();
     return g;

@@ -47,6 +47,7 @@ TrainSettings::TrainSettings(const Config& cfg)
   const int64_t steps = cfg.get_int("train.steps_per_epoch");
   tile_steps_per_epoch = cfg.get_int("train.tile_steps_per_epoch");
   layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
+  min_steps_per_epoch = cfg.get_int("train.min_steps_per_epoch");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
   if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
   loss.name = cfg.get_string("train.loss");

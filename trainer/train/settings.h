@@ -2,6 +2,7 @@
 // where a run's files live below output.dir.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,13 +19,14 @@ struct TrainSettings {
   std::vector<std::string> collections;
   int64_t epochs = 10, graphs_per_step = 8;
   int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
+  int64_t min_steps_per_epoch = 20;  // floor on a one-pass epoch
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
   double stall_timeout_s = 600;
   LossOptions loss;
   uint64_t seed = 0;
-  std::string tile_arch = "early_join", layout_arch = "sage_config_pool";
+  std::string tile_arch = "early_join_shape", layout_arch = "sage_shape";
   ModelOptions tile_model, layout_model;
   std::string ensemble = "mean_z";
   bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
@@ -34,8 +36,11 @@ struct TrainSettings {
   explicit TrainSettings(const Config& cfg);
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
   int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
-  int64_t steps_per_epoch(Kind kind) const {
-    return kind == Kind::Tile ? tile_steps_per_epoch : layout_steps_per_epoch;
+  // The configured steps per epoch, or, when that is 0, one pass over `pass_steps` with
+  // the min_steps_per_epoch floor.
+  int64_t steps_per_epoch(Kind kind, int64_t pass_steps) const {
+    const int64_t set = kind == Kind::Tile ? tile_steps_per_epoch : layout_steps_per_epoch;
+    return set > 0 ? set : std::max(pass_steps, min_steps_per_epoch);
   }
   // The model the config asks for, for data with this many node feature columns.
   ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;

@@ -1,0 +1,89 @@
+#include "trainer/models/shape_features.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tpuperf {
+
+namespace {
+
+constexpr int kRank = 6;
+
+// Leading positive dims: the tensor's rank (the release pads shapes with 0).
+int rank_of(const int64_t* dims) {
+  int r = 0;
+  while (r < kRank && dims[r] > 0) ++r;
+  return r;
+}
+
+double elements(const int64_t* dims) {
+  double e = 1;
+  for (int i = 0, r = rank_of(dims); i < r; ++i) e *= static_cast<double>(dims[i]);
+  return e;
+}
+
+double pad_up(double x, double m) { return std::ceil(x / m) * m; }
+
+// log(padded / x) for a dim of size x padded to a multiple of m; 0 for no dim.
+double log_pad(double x, double m) { return x > 0 ? std::log(pad_up(x, m) / x) : 0.0; }
+
+}  // namespace
+
+void tile_shape_features(const float* config24, const int64_t* dims12, float* out) {
+  const int64_t* dims = dims12;
+  const int64_t* m2m = dims12 + kRank;
+  const float* kernel = config24;      // kernel_bounds[0..5]
+  const float* tile = config24 + 8;    // output_bounds[0..5]
+  const int rank = rank_of(dims);
+  const int minor = rank >= 1 && m2m[0] >= 0 && m2m[0] < rank ? static_cast<int>(m2m[0]) : -1;
+  const int second = rank >= 2 && m2m[1] >= 0 && m2m[1] < rank ? static_cast<int>(m2m[1]) : -1;
+  double log_grid = 0, log_tile = 0, log_padded = 0, log_kernel = 0;
+  for (int i = 0; i < kRank; ++i) {
+    double steps = 1;
+    if (i < rank && tile[i] > 0) {
+      const double t = tile[i];
+      steps = std::ceil(static_cast<double>(dims[i]) / t);
+      log_tile += std::log(t);
+      log_padded += std::log(i == minor ? pad_up(t, 128) : i == second ? pad_up(t, 8) : t);
+    }
+    out[i] = static_cast<float>(std::log(steps) / 4);
+    log_grid += std::log(steps);
+    if (kernel[i] > 0) log_kernel += std::log(static_cast<double>(kernel[i]));
+  }
+  const double f[] = {log_grid / 8, log_tile / 8, log_padded / 8, (log_padded - log_tile) / 4,
+                      (log_grid + log_padded) / 8, log_kernel / 8, (log_grid + log_kernel) / 8};
+  for (int j = 0; j < 7; ++j) out[kRank + j] = static_cast<float>(f[j]);
+}
+
+double max_layout_elements(const int64_t* dims, int64_t nc) {
+  double m = 1;
+  for (int64_t t = 0; t < nc * 3; ++t) m = std::max(m, elements(dims + t * kRank));
+  return m;
+}
+
+void layout_shape_features(const int8_t* values18, const int64_t* dims18, double max_elements, float* out) {
+  for (int t = 0; t < 3; ++t, out += 8) {
+    const int8_t* v = values18 + t * kRank;
+    const int64_t* d = dims18 + t * kRank;
+    const int rank = rank_of(d);
+    const double size = elements(d);
+    const bool is_default = std::all_of(v, v + kRank, [](int8_t x) { return x == -1; });
+    std::fill(out, out + 8, 0.0f);
+    out[0] = is_default ? 1.0f : 0.0f;
+    out[6] = rank > 0 ? static_cast<float>(std::log1p(size) / 16) : 0.0f;
+    if (is_default || rank == 0) continue;
+    bool row_major = true;
+    for (int i = 0; i < rank; ++i) row_major &= v[i] == rank - 1 - i;
+    const double minor = v[0] >= 0 && v[0] < rank ? static_cast<double>(d[v[0]]) : 0.0;
+    const double second = v[1] >= 0 && v[1] < rank ? static_cast<double>(d[v[1]]) : 0.0;
+    const double log_factor = log_pad(minor, 128) + log_pad(second, 8);
+    out[1] = row_major ? 1.0f : 0.0f;
+    out[2] = static_cast<float>(std::log1p(minor) / 8);
+    out[3] = static_cast<float>(std::log1p(second) / 8);
+    out[4] = static_cast<float>(log_pad(minor, 128) / 4);
+    out[5] = static_cast<float>(log_pad(second, 8) / 2);
+    out[7] = static_cast<float>(std::min(16.0, size * std::expm1(log_factor) / max_elements));
+  }
+}
+
+}  // namespace tpuperf

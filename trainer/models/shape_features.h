@@ -1,0 +1,34 @@
+// What a configuration means for the tensors it tiles or lays out, as model inputs: the
+// quantities the flat baselines rank by (tests/bench/RESULTS.md, "Baselines: analysis"),
+// which a GNN joining the raw config additively cannot form on its own. They combine a
+// config with the raw dims of common/config_dims.h. TPU tensors are stored in (8 x 128)
+// tiles over their two minor dims, so a layout putting a dim of 3 minor pads it 42-fold,
+// and a tile grid has prod_i ceil(dim_i / tile_i) steps.
+#pragma once
+
+#include <cstdint>
+
+namespace tpuperf {
+
+// Tile, per config: per dim log ceil(dim / tile) (6), then the log grid steps, log tile
+// elements, log tile elements padded to (8 x 128) on the root's minor dims, the log
+// padding waste, log(grid x padded tile), log kernel tile elements and log(grid x kernel
+// tile). Scaled to about unit range.
+constexpr int kTileShapeFeat = 13;
+// config24: a config_feat row; dims12: the graph's config_dims.
+void tile_shape_features(const float* config24, const int64_t* dims12, float* out);
+
+// Layout, per configurable node and tensor (output, input, kernel), 8 each: compiler
+// default (all -1), row-major, log of the minor and the second-minor dim's size, log of
+// their padding to 128 and 8, log of the tensor's elements, and its padded waste
+// (elements x (padding factor - 1)) relative to the graph's largest configurable tensor.
+// A default or absent tensor gets only its default flag and size.
+constexpr int kLayoutShapeFeat = 24;
+// values18: one node's layout values (-1..5); dims18: its config_dims row; max_elements:
+// the largest element count over the graph's config_dims tensors (>= 1).
+void layout_shape_features(const int8_t* values18, const int64_t* dims18, double max_elements, float* out);
+
+// The largest element count of any tensor in nc config_dims rows of 18 (at least 1).
+double max_layout_elements(const int64_t* dims, int64_t nc);
+
+}  // namespace tpuperf
