@@ -84,12 +84,13 @@ TEST_F(Batches, LayoutShapeFeaturesByHand) {
   const int64_t dims[18] = {4, 256, 0, 0, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   float out[kLayoutShapeFeat];
   layout_shape_features(values, dims, 65536.0, out);
-  const double expect_out[8] = {0, 0, std::log1p(4.0) / 8, std::log1p(256.0) / 8, std::log(32.0) / 4, 0,
-                                std::log1p(1024.0) / 16, 1024.0 * 31 / 65536};
-  for (int j = 0; j < 8; ++j) EXPECT_NEAR(out[j], expect_out[j], 1e-6) << j;
-  const double expect_in[8] = {1, 0, 0, 0, 0, 0, std::log1p(64.0) / 16, 0};
-  for (int j = 0; j < 8; ++j) EXPECT_NEAR(out[8 + j], expect_in[j], 1e-6) << j;
-  for (int j = 16; j < 24; ++j) EXPECT_EQ(out[j], 0.0f) << j;
+  const double waste = 1024.0 * 31 / 65536;
+  const double expect_out[9] = {0, 0, std::log1p(4.0) / 8, std::log1p(256.0) / 8, std::log(32.0) / 4, 0,
+                                std::log1p(1024.0) / 16, waste / 8, std::log1p(waste)};
+  for (int j = 0; j < 9; ++j) EXPECT_NEAR(out[j], expect_out[j], 1e-6) << j;
+  const double expect_in[9] = {1, 0, 0, 0, 0, 0, std::log1p(64.0) / 16, 0, 0};
+  for (int j = 0; j < 9; ++j) EXPECT_NEAR(out[9 + j], expect_in[j], 1e-6) << j;
+  for (int j = 18; j < 27; ++j) EXPECT_EQ(out[j], 0.0f) << j;
   // Row-major (dim 1 minor): no padding of 256 to 128, 4 to 8 doubles it.
   const int8_t row_major[18] = {1, 0, -1, -1, -1, -1};
   const int64_t dims2[18] = {4, 256};
@@ -97,7 +98,13 @@ TEST_F(Batches, LayoutShapeFeaturesByHand) {
   EXPECT_EQ(out[1], 1.0f);
   EXPECT_NEAR(out[4], 0.0, 1e-7);
   EXPECT_NEAR(out[5], std::log(2.0) / 2, 1e-6);
-  EXPECT_NEAR(out[7], 1.0, 1e-6);
+  EXPECT_NEAR(out[7], 1.0 / 8, 1e-6);
+  EXPECT_NEAR(out[8], std::log(2.0), 1e-6);
+  // A dim of 1 put minor pads 128-fold: the waste is not clipped.
+  const int8_t one_minor[18] = {0, 1, -1, -1, -1, -1};
+  const int64_t dims3[18] = {1, 1024};
+  layout_shape_features(one_minor, dims3, 1024.0, out);
+  EXPECT_NEAR(out[7], 127.0 / 8, 1e-5);
   EXPECT_DOUBLE_EQ(max_layout_elements(dims, 1), 1024.0);
 }
 

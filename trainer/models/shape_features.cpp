@@ -8,6 +8,7 @@ namespace tpuperf {
 namespace {
 
 constexpr int kRank = 6;
+constexpr int kPerTensor = kLayoutShapeFeat / 3;
 
 // Leading positive dims: the tensor's rank (the release pads shapes with 0).
 int rank_of(const int64_t* dims) {
@@ -62,13 +63,13 @@ double max_layout_elements(const int64_t* dims, int64_t nc) {
 }
 
 void layout_shape_features(const int8_t* values18, const int64_t* dims18, double max_elements, float* out) {
-  for (int t = 0; t < 3; ++t, out += 8) {
+  for (int t = 0; t < 3; ++t, out += kPerTensor) {
     const int8_t* v = values18 + t * kRank;
     const int64_t* d = dims18 + t * kRank;
     const int rank = rank_of(d);
     const double size = elements(d);
     const bool is_default = std::all_of(v, v + kRank, [](int8_t x) { return x == -1; });
-    std::fill(out, out + 8, 0.0f);
+    std::fill(out, out + kPerTensor, 0.0f);
     out[0] = is_default ? 1.0f : 0.0f;
     out[6] = rank > 0 ? static_cast<float>(std::log1p(size) / 16) : 0.0f;
     if (is_default || rank == 0) continue;
@@ -82,7 +83,9 @@ void layout_shape_features(const int8_t* values18, const int64_t* dims18, double
     out[3] = static_cast<float>(std::log1p(second) / 8);
     out[4] = static_cast<float>(log_pad(minor, 128) / 4);
     out[5] = static_cast<float>(log_pad(second, 8) / 2);
-    out[7] = static_cast<float>(std::min(16.0, size * std::expm1(log_factor) / max_elements));
+    const double waste = size * std::expm1(log_factor) / max_elements;
+    out[7] = static_cast<float>(waste / 8);
+    out[8] = static_cast<float>(std::log1p(waste));
   }
 }
 

@@ -18,12 +18,14 @@ constexpr int kTileShapeFeat = 13;
 // config24: a config_feat row; dims12: the graph's config_dims.
 void tile_shape_features(const float* config24, const int64_t* dims12, float* out);
 
-// Layout, per configurable node and tensor (output, input, kernel), 8 each: compiler
+// Layout, per configurable node and tensor (output, input, kernel), 9 each: compiler
 // default (all -1), row-major, log of the minor and the second-minor dim's size, log of
-// their padding to 128 and 8, log of the tensor's elements, and its padded waste
-// (elements x (padding factor - 1)) relative to the graph's largest configurable tensor.
+// their padding to 128 and 8, log of the tensor's elements, and its padded waste w =
+// elements x (padding factor - 1) / the graph's largest configurable tensor, as w / 8 and
+// log(1 + w). w is not clipped: summed over nodes it is the size-weighted padding the flat
+// baselines rank real layouts by (clipping it at 16 scored 0.04 lower on the real module).
 // A default or absent tensor gets only its default flag and size.
-constexpr int kLayoutShapeFeat = 24;
+constexpr int kLayoutShapeFeat = 27;
 // values18: one node's layout values (-1..5); dims18: its config_dims row; max_elements:
 // the largest element count over the graph's config_dims tensors (>= 1).
 void layout_shape_features(const int8_t* values18, const int64_t* dims18, double max_elements, float* out);
