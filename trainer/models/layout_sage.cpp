@@ -74,11 +74,14 @@ class LayoutSage : public RankingModel {
   torch::Tensor wide_cost(const torch::Tensor& base, const Batch& batch) {
     const int64_t S = batch.slate, M = batch.config_node.size(0), G = batch.num_graphs;
     const auto& shape_feat = require_config_shape(batch, "sage_shape");
-    const auto weights = wide(base.index_select(0, batch.config_node));  // M x K
-    const auto one_hot = torch::zeros({S, M, kLayoutConfigDim * kLayoutLevels}, weights.options())
-                             .scatter_(2, batch.config_values, 1.0);
-    const auto inputs = torch::cat({shape_feat, one_hot}, -1);  // S x M x K
-    const auto per_node = (inputs * weights.unsqueeze(0)).sum(-1);  // S x M
+    const auto weights = wide(base.index_select(0, batch.config_node));  // M x (F + 126)
+    const auto w_shape = weights.narrow(1, 0, kLayoutShapeFeat);
+    const auto w_values = weights.narrow(1, kLayoutShapeFeat, kLayoutConfigDim * kLayoutLevels);
+    // <w, one-hot of the 18 values> is the sum of the 18 weights the values pick: a gather
+    // from the (not materialized) S-fold expansion, so scoring 128 configs of a 3k-node
+    // graph does not build an S x M x 126 one-hot.
+    const auto picked = w_values.unsqueeze(0).expand({S, M, w_values.size(1)}).gather(2, batch.config_values);
+    const auto per_node = (shape_feat * w_shape.unsqueeze(0)).sum(-1) + picked.sum(-1);  // S x M
     std::vector<int64_t> counts(static_cast<size_t>(G));
     for (int64_t g = 0; g < G; ++g)
       counts[static_cast<size_t>(g)] = batch.config_offsets[static_cast<size_t>(g + 1)] - batch.config_offsets[static_cast<size_t>(g)];
