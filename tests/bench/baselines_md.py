@@ -116,7 +116,7 @@ def main():
               "valid split's 2 graphs per collection are shown too). tpuperf: `tpuperf-preprocess` and "
               "`mpirun --bind-to none -np 2 tpuperf-train --fresh` with the project's defaults "
               "(configs/tpugraphs.yaml, i.e. the schema's: 5 folds, 10 epochs of one pass over the "
-              "fold's train graphs, default models)"
+              "fold's train graphs but at least train.min_steps_per_epoch = 20 steps, default models)"
               + (" and with the bench settings of `bench_train.sh --bench-tree` (2 folds, 8 epochs x 20 "
                  "steps, lr 0.003, tile slate 64, hidden 32, 2 layers)" if "across-bench" in runs else "")
               + ". Flat models: trained on the train split ("
