@@ -666,21 +666,20 @@ if tp:
                          f"{'met' if best(t) / best(r) >= goal else '**not met**'}"
                          + (f"; {best(t) / best(off):.2f}x over the plain reference in the same run" if off else "")
                          + ")")
-    lines += ["", "Where it stands: " + "; ".join(stand) + ". Against the strong reference the targets are not "
-              "what tpuperf reaches on this loaded machine, and the layout collections are close to parity: the "
-              "reference's speed-ups together are worth " + (f"{min(worth):.2f}-{max(worth):.2f}x" if worth else "n/a")
-              + " to it by wall time (ablation below), most of what tpuperf's kernels "
-              "gained over the plain version. What is left to tpuperf is fusion (one pass per SAGE linear and "
-              "per GELU/dropout/residual/LayerNorm epilogue, where the reference runs a LibTorch op per step of "
-              "the formula) and its width-32 matmul kernels; against it, tpuperf's layout step spends a large "
-              "share where the reference does not: LibTorch's EmbeddingBag backward for the config values "
-              "(the call-graph shares under 'Achieved multiply-add rate' give how much; the reference's one-hot "
-              "matmul is the same math as a GEMM). That, the remaining per-op LibTorch costs around the fused "
-              "kernels (encoder, readout, attention, loss) and, a little, the per-step reads of config rows "
-              "from the shard are what would close the gap (issue #19 step 2: kernel work, not done here). The wall-time "
-              "figures were taken at loads of 5-8 on 2 cores, where tpuperf runs at a third to a half of its "
-              "quiet-machine rate (41153 tile configs/s at load 1.1 in the run this table replaces); the "
-              "per-CPU-second columns and the ablation's CPU-time factors are less disturbed by that load."]
+    timed = [r for r in runs if not r.get("check") and not r.get("variant") and r.get("load")]
+    load_lo = min((r["load"][0] for r in timed), default=float("nan"))
+    load_hi = max((r["load"][0] for r in timed), default=float("nan"))
+    lines += ["", "Where it stands: " + "; ".join(stand) + f". The rounds ran at a load of {load_lo:.1f}-{load_hi:.1f} "
+              "on the 2 cores. The reference's speed-ups together are worth "
+              + (f"{min(worth):.2f}-{max(worth):.2f}x" if worth else "n/a")
+              + " to it by wall time (ablation below), most of what tpuperf's kernels gained over the plain "
+              "version; both sides embed the layout config values as a one-hot matmul. What is left to tpuperf "
+              "is fusion (one pass per SAGE linear and per GELU/dropout/residual/LayerNorm epilogue, where the "
+              "reference runs a LibTorch op per step of the formula) and its width-32 matmul kernels. The "
+              "remaining per-op LibTorch costs around the fused kernels (encoder, readout, attention, loss) and "
+              "the per-step reads of config rows from the shard are what would close the gap (issue #19 step 2: "
+              "kernel work, not done here). The per-CPU-second columns and the ablation's CPU-time factors are "
+              "the figures least disturbed by other jobs."]
     if ablation:
         labels = {
             "--no-split": "tile's first block split (forward_split)",
