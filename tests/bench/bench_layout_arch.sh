@@ -52,26 +52,13 @@ mpi 2 "$BIN/tpuperf-preprocess" --config "$WORK/preprocess.yaml" --set "data.col
 for arch in $ARCHS; do
   out=$WORK/$arch
   mkdir -p "$out"
-  cat > "$out/train.yaml" <<YAML
-data:
-  processed_dir: $WORK/processed
-train:
-  epochs: 8
-  seed: 0
-  threads_per_rank: 1
-  lr: 0.003
-  graphs_per_step: 8
-  steps_per_epoch: 20
-  layout_slate: 16
-  eval_max_configs: 100
-model:
-  layout: {arch: $arch, hidden: 32, layers: 2, dropout: 0.1, attention_heads: 4}
-output:
-  dir: $out/run
-YAML
+  # The training bench's quality settings (quality_settings.yaml), the architecture by --set.
+  { echo "data:"; echo "  processed_dir: $WORK/processed"
+    grep -v '^#' "$HERE/quality_settings.yaml"
+    echo "output:"; echo "  dir: $out/run"; } > "$out/train.yaml"
   echo "== $arch"
   l0=$(load1); t0=$(date +%s.%N)
-  mpi 2 "$BIN/tpuperf-train" --config "$out/train.yaml" --fresh --set "data.collections=$COLLS" \
+  mpi 2 "$BIN/tpuperf-train" --config "$out/train.yaml" --fresh --set "data.collections=$COLLS" --set "model.layout.arch=$arch" \
     > "$out/train.log" 2>&1 || { tail -20 "$out/train.log"; exit 1; }
   echo "$(echo "$(date +%s.%N) - $t0" | bc) $l0 $(load1)" > "$out/time.txt"
   "$BIN/tpuperf-score" --submission "$out/run/submission.csv" --truth "$WORK/truth" --json > "$out/score.json"

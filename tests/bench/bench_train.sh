@@ -113,23 +113,8 @@ stamp() { date -u '+%Y-%m-%d %H:%M UTC'; }
 echo "training bench started $(stamp); load: $(uptime)"
 
 # The demo candidate: what the quality part trains, and the model and slate sizes the
-# throughput and scaling parts time (train.* and model.* keys of common/config_schema.cpp).
-QUALITY_SETTINGS=$(cat <<'YAML'
-train:
-  epochs: 8
-  seed: 0
-  threads_per_rank: 1
-  lr: 0.003
-  graphs_per_step: 8
-  steps_per_epoch: 20
-  tile_slate: 64
-  layout_slate: 16
-  eval_max_configs: 100
-model:
-  tile: {hidden: 32, layers: 2, dropout: 0.1, attention_heads: 0}
-  layout: {hidden: 32, layers: 2, dropout: 0.1, attention_heads: 4}
-YAML
-)
+# throughput and scaling parts time (shared with bench_layout_arch.sh).
+QUALITY_SETTINGS=$(grep -v '^#' "$HERE/quality_settings.yaml")
 # yaml key -> value of QUALITY_SETTINGS, for the reference's command line.
 setting() {
   $PY - "$1" <<PY
