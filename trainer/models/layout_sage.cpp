@@ -82,11 +82,8 @@ class LayoutSage : public RankingModel {
     // graph does not build an S x M x 126 one-hot.
     const auto picked = w_values.unsqueeze(0).expand({S, M, w_values.size(1)}).gather(2, batch.config_values);
     const auto per_node = (shape_feat * w_shape.unsqueeze(0)).sum(-1) + picked.sum(-1);  // S x M
-    std::vector<int64_t> counts(static_cast<size_t>(G));
-    for (int64_t g = 0; g < G; ++g)
-      counts[static_cast<size_t>(g)] = batch.config_offsets[static_cast<size_t>(g + 1)] - batch.config_offsets[static_cast<size_t>(g)];
-    const auto graph_of = torch::repeat_interleave(torch::arange(G), torch::tensor(counts));
-    return torch::zeros({S, G}, per_node.options()).index_add_(1, graph_of, per_node).transpose(0, 1);
+    const auto graph_of = batch.node_graph.index_select(0, batch.config_node);  // M
+    return segment_sum(per_node.unsqueeze(-1), graph_of, G).squeeze(-1).transpose(0, 1);
   }
 
   // Sum over the 18 positions of config_embed's row for (position, value). The fused path
