@@ -226,7 +226,7 @@ void check_model_gradients(const ModelArch& arch, double dropout) {
   opts.attention_heads = 2;
   ModelPtr model = model_of(arch, 3, opts);
   model->to(torch::kFloat64);
-  for (const std::string loss_name : {"listmle", "hinge"}) {
+  for (const std::string& loss_name : loss_names()) {  // every registered loss
     LossOptions lo;
     lo.name = loss_name;
     lo.margin = 10.0;  // every pair active: keeps the hinge away from its kink

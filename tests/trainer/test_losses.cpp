@@ -56,6 +56,9 @@ TEST_F(Losses, CountsTheGraphsEachLossAveragesOver) {
   hinge.name = "hinge";
   EXPECT_EQ(ranking_loss_graphs(hinge, target, mask), 1);
   EXPECT_EQ(ranking_loss_graphs(LossOptions{}, target, mask), 3);
+  LossOptions gap;
+  gap.name = "pairwise_gap";
+  EXPECT_EQ(ranking_loss_graphs(gap, target, mask), 1);
   hinge.name = "nope";
   EXPECT_THROW(ranking_loss_graphs(hinge, target, mask), Error);
 }
@@ -94,6 +97,46 @@ TEST_F(Losses, LowWhenScoresFollowRuntimes) {
   EXPECT_GT(pairwise_hinge_loss(-ranks, target, mask, 0.5).item<double>(), 1.0);
 }
 
+double softplus(double x) { return std::log1p(std::exp(x)); }
+
+TEST_F(Losses, PairwiseGapHandComputed) {
+  // One graph, targets (1, 2, 4), scores (0, 0.5, 0.2); 3 pairs of real slots:
+  //   (0 faster than 1): log 2 * softplus(0 - 0.5); (0, 2): log 4 * softplus(0 - 0.2);
+  //   (1, 2): log 2 * softplus(0.5 - 0.2); the mean over the 3 pairs.
+  const double expected =
+      (std::log(2.0) * softplus(-0.5) + std::log(4.0) * softplus(-0.2) + std::log(2.0) * softplus(0.3)) / 3;
+  const auto loss = pairwise_gap_loss(t2({0.0, 0.5, 0.2}, 1, 3), t2({1, 2, 4}, 1, 3), mask2({1, 1, 1}, 1, 3));
+  EXPECT_NEAR(loss.item<double>(), expected, 1e-12);
+}
+
+TEST_F(Losses, PairwiseGapSkipsPaddingTiesAndPairlessGraphs) {
+  // Graph 0: real targets (5, 5): a tie, no pair, left out of the mean. Graph 1: targets
+  // (3, 0 = padding, 6) with a huge padding score: only the pair (0 faster than 2) counts,
+  // over 1 pair of real slots: log 2 * softplus(1 - 0).
+  const auto loss = pairwise_gap_loss(t2({0, 0, 9, 1, -1e3, 0}, 2, 3), t2({5, 5, 7, 3, 0, 6}, 2, 3),
+                                      mask2({1, 1, 0, 1, 0, 1}, 2, 3));
+  EXPECT_NEAR(loss.item<double>(), std::log(2.0) * softplus(1.0), 1e-12);
+  const auto none = pairwise_gap_loss(t2({1, 2}, 1, 2), t2({4, 4}, 1, 2), mask2({1, 1}, 1, 2));
+  EXPECT_EQ(none.item<double>(), 0.0);
+}
+
+TEST_F(Losses, PairwiseGapWeighsNearTiesByTheirGap) {
+  // The same wrong order costs 1000x less when the runtimes differ by 0.1% than by 2x
+  // (log 1.001 / log 2 ~ 1 / 693); ListMLE charges both alike.
+  const auto s = t2({1.0, 0.0}, 1, 2);  // slot 0 (truly faster) scored slower
+  const auto m = mask2({1, 1}, 1, 2);
+  const double tie = pairwise_gap_loss(s, t2({1000, 1001}, 1, 2), m).item<double>();
+  const double far = pairwise_gap_loss(s, t2({1000, 2000}, 1, 2), m).item<double>();
+  EXPECT_NEAR(far / tie, std::log(2.0) / std::log(1.001), 1e-6);
+  EXPECT_NEAR(listmle_loss(s, t2({1000, 1001}, 1, 2), m).item<double>(),
+              listmle_loss(s, t2({1000, 2000}, 1, 2), m).item<double>(), 1e-12);
+  // Its gradient pushes the faster slot's score down and the slower one's up.
+  auto sg = s.clone().requires_grad_(true);
+  pairwise_gap_loss(sg, t2({1000, 2000}, 1, 2), m).backward();
+  EXPECT_GT(sg.grad()[0][0].item<double>(), 0.0);
+  EXPECT_LT(sg.grad()[0][1].item<double>(), 0.0);
+}
+
 TEST_F(Losses, ByName) {
   const auto s = t2({0.0, 0.5, 0.2}, 1, 3), t = t2({1, 2, 3}, 1, 3);
   const auto m = mask2({1, 1, 1}, 1, 3);
@@ -108,7 +151,10 @@ TEST_F(Losses, ByName) {
   EXPECT_THROW(ranking_loss(bad, s, t, m), Error);
   EXPECT_THROW(find_loss("ListMLE"), Error);
   EXPECT_NO_THROW(find_loss("hinge"));
-  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge"}));
+  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge", "pairwise_gap"}));
+  LossOptions gap;
+  gap.name = "pairwise_gap";
+  EXPECT_NEAR(ranking_loss(gap, s, t, m).item<double>(), pairwise_gap_loss(s, t, m).item<double>(), 1e-15);
 }
 
 // The schema's train.loss takes exactly the table's names once the trainer registers them.
@@ -119,7 +165,7 @@ TEST_F(Losses, ConfigChoicesComeFromTheTable) {
     Config::load("", {"train.loss=ListMLE"});
     FAIL() << "an unknown loss was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("listmle, hinge"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("listmle, hinge, pairwise_gap"), std::string::npos) << e.what();
   }
 }
 

@@ -186,7 +186,7 @@ void check_batches_add_up(const ModelArch& arch) {
   const std::vector<std::vector<int64_t>> slates = {{0, 1, 2, 3, 4, 5}, {2, 0}, {5, 1, 3, 4}, {1, 3}, {2}};
   ModelPtr model = model_of(arch, kFeat, small_options());
   const std::function<torch::Tensor(const Batch&)> forward = [&](const Batch& b) { return model->forward(b); };
-  for (const char* loss : {"hinge", "listmle"}) {
+  for (const std::string& loss : loss_names()) {  // every registered loss
     LossOptions opts;
     opts.name = loss;
     const auto gradient = [&](const std::vector<std::vector<size_t>>& parts, double* joint) {
@@ -209,7 +209,8 @@ void check_batches_add_up(const ModelArch& arch) {
     const auto parts = gradient({{1, 3}, {4}, {2}, {0}}, &joint_parts);
     gradient({{4}}, &joint_alone);
     EXPECT_NEAR(joint_parts, joint_whole, 1e-5 * std::abs(joint_whole)) << loss;
-    // Alone, the one-config graph has no hinge pair (no loss); under ListMLE its loss is 0.
+    // Alone, the one-config graph has no pair (no loss under the pairwise losses); under
+    // ListMLE its loss is 0.
     EXPECT_EQ(joint_alone, 0.0) << loss;
     ASSERT_EQ(whole.size(), parts.size());
     double largest = 0;

@@ -25,4 +25,11 @@ torch::Tensor pairwise_hinge_loss(const torch::Tensor& scores, const torch::Tens
 // then the mean over graphs.
 torch::Tensor listmle_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
 
+// Pairwise logistic loss weighted by the runtime gap: per graph, over the n (n - 1) / 2
+// pairs of its real slots, the mean of log(t_j / t_i) * log(1 + exp(s_i - s_j)) for i
+// faster than j (equal targets add 0); then the mean over the graphs that have such a
+// pair. Unlike ListMLE it sees how much slower a config is, not only the order: a
+// re-measurement near-tie weighs next to nothing, a config 2x slower weighs log 2.
+torch::Tensor pairwise_gap_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
+
 }  // namespace tpuperf

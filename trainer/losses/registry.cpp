@@ -20,6 +20,13 @@ const std::vector<LossKind>& loss_kinds() {
        [](const torch::Tensor& t, const torch::Tensor& m) {
          return ordered_pairs(t, m).any(2).any(1).sum().item<int64_t>();
        }},
+      {"pairwise_gap", "pairwise logistic weighted by the log-runtime gap (near-ties weigh ~0)",
+       [](const LossOptions&, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
+         return pairwise_gap_loss(s, t, m);
+       },
+       [](const torch::Tensor& t, const torch::Tensor& m) {
+         return ordered_pairs(t, m).any(2).any(1).sum().item<int64_t>();
+       }},
   };
   return kinds;
 }
