@@ -15,9 +15,10 @@
 #           empty valid/, test/ the held-out configs with zeroed runtimes), preprocessed with
 #           preprocess.folds=1 (the one fold model trains on every train config; no out-of-
 #           fold or valid score, so the last epoch is kept), trained with the schema's
-#           defaults except train.{tile,layout}_steps_per_epoch = max(20, ceil(train configs /
-#           (graphs_per_step x slate))) (one pass over the train configs per epoch; the
-#           default, one pass over the train *graphs*, is one step per epoch for one graph),
+#           defaults except train.{tile,layout}_steps_per_epoch = max(the schema's
+#           train.{tile,layout}_min_steps_per_epoch, ceil(train configs / (graphs_per_step x
+#           slate))) (one pass over the train configs per epoch; the default, one pass over
+#           the train *graphs*, is one step per epoch for one graph, raised to the floor),
 #           and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes.
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
@@ -93,6 +94,8 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
 # stdin from /dev/null: mpirun forwards stdin to rank 0 and would eat a loop's input.
 mpi() { local np=$1; shift; $NICE mpirun --bind-to none --oversubscribe -np "$np" "$@" < /dev/null; }
 stamp() { date -u '+%Y-%m-%d %H:%M UTC'; }
+# The schema's floor on a one-pass epoch of a kind (tile or layout), from tpuperf-train itself.
+min_steps() { "$BIN/tpuperf-train" --help-config | sed -nE "s/^ *train\.$1_min_steps_per_epoch \(int, default ([0-9]+)\)$/\1/p"; }
 echo "baselines bench started $(stamp); load: $(uptime)"
 T_START=$(now)
 
@@ -238,9 +241,9 @@ PY
   for i in $(seq 1 $((ti - 1))); do echo "gen-$i [tile:xla]" >> "$WORK/within/tasks.txt"; done
   while read -r tree colls <&3; do
     # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step).
-    read -r tsteps lsteps < <($PY - "$WORK/within/$tree" <<'PY'
+    read -r tsteps lsteps < <($PY - "$WORK/within/$tree" "$(min_steps tile)" "$(min_steps layout)" <<'PY'
 import glob, json, math, sys
-steps = {"tile": 20, "layout": 20}
+steps = {"tile": int(sys.argv[2]), "layout": int(sys.argv[3])}
 for f in glob.glob(f"{sys.argv[1]}/split-*.json"):
     s = json.load(open(f))
     kind = "tile" if s["collection"].startswith("tile") else "layout"

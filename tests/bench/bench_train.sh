@@ -209,10 +209,11 @@ tp_run() {
     while read -r key value; do extra+=(--set "$key=$value"); done < <(
       "$BIN/tpuperf-train" --help-config | sed -nE "s/^ *((model\.$kind\.[a-z_]+|train\.${kind}_slate)) \([a-z]+, default ([^)]*)\)$/\1 \3/p")
   fi
-  # reference_train.py implements the tile model early_join and the layout model sage, so
-  # every run compared with it (and the scaling runs, to keep their earlier figures
-  # comparable) trains those, whatever the schema's default architectures are.
-  [[ $coll == *@default ]] || extra+=(--set "model.tile.arch=early_join" --set "model.layout.arch=sage")
+  # reference_train.py implements the tile model early_join, the layout model sage and the
+  # ListMLE loss, so every run compared with it (and the scaling runs, to keep their
+  # earlier figures comparable) trains those, whatever the schema's defaults are.
+  [[ $coll == *@default ]] || extra+=(--set "model.tile.arch=early_join" --set "model.layout.arch=sage"
+    --set "train.tile_loss=listmle" --set "train.layout_loss=listmle")
   [ -n "$dropout" ] && extra+=(--set "model.tile.dropout=$dropout" --set "model.layout.dropout=$dropout")
   [ -n "$gps" ] && extra+=(--set "train.graphs_per_step=$gps")
   rm -rf "$out"

@@ -157,12 +157,12 @@ TEST_F(Losses, ByName) {
   EXPECT_NEAR(ranking_loss(gap, s, t, m).item<double>(), pairwise_gap_loss(s, t, m).item<double>(), 1e-15);
 }
 
-// The schema's train.loss takes exactly the table's names once the trainer registers them.
+// The schema's loss keys take exactly the table's names once the trainer registers them.
 TEST_F(Losses, ConfigChoicesComeFromTheTable) {
   register_loss_choices();
-  EXPECT_NO_THROW(Config::load("", {"train.loss=hinge"}));
+  EXPECT_NO_THROW(Config::load("", {"train.layout_loss=hinge", "train.tile_loss=pairwise_gap"}));
   try {
-    Config::load("", {"train.loss=ListMLE"});
+    Config::load("", {"train.tile_loss=ListMLE"});
     FAIL() << "an unknown loss was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("listmle, hinge, pairwise_gap"), std::string::npos) << e.what();

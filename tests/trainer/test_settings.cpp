@@ -1,5 +1,5 @@
 // Training settings read from the config: the steps of an epoch (a one-pass epoch has a
-// floor, an explicit count wins) and the default models.
+// floor per kind, an explicit count wins), the losses per kind and the default models.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,19 +15,43 @@ namespace {
 
 TrainSettings settings_of(std::vector<std::string> overrides) {
   register_model_choices();
+  register_loss_choices();
   overrides.push_back("data.processed_dir=/tmp/p");
   overrides.push_back("output.dir=/tmp/o");
   return TrainSettings(Config::load("", overrides));
 }
 
-TEST(TrainSettings, OnePassEpochsHaveAFloor) {
+TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   const TrainSettings s = settings_of({});
   EXPECT_EQ(s.steps_per_epoch(Kind::Layout, 1), 20);    // 6 graphs, 8 per step: one step
+  EXPECT_EQ(s.steps_per_epoch(Kind::Tile, 5), 60);      // the bench tree's tile fold
   EXPECT_EQ(s.steps_per_epoch(Kind::Tile, 714), 714);   // the release's tile pass
-  const TrainSettings floor5 = settings_of({"train.min_steps_per_epoch=5"});
+  const TrainSettings floor5 = settings_of({"train.layout_min_steps_per_epoch=5"});
   EXPECT_EQ(floor5.steps_per_epoch(Kind::Layout, 2), 5);
   EXPECT_EQ(floor5.steps_per_epoch(Kind::Layout, 26), 26);
-  EXPECT_THROW(settings_of({"train.min_steps_per_epoch=0"}), Error);
+  EXPECT_EQ(floor5.steps_per_epoch(Kind::Tile, 2), 60);
+  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch(Kind::Tile, 2), 7);
+  EXPECT_THROW(settings_of({"train.layout_min_steps_per_epoch=0"}), Error);
+  EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
+}
+
+TEST(TrainSettings, LossPerKind) {
+  const TrainSettings s = settings_of({});
+  EXPECT_EQ(s.loss(Kind::Tile).name, "hinge");
+  EXPECT_EQ(s.loss(Kind::Layout).name, "listmle");
+  const TrainSettings gap = settings_of({"train.layout_loss=pairwise_gap", "train.hinge_margin=0.5"});
+  EXPECT_EQ(gap.loss(Kind::Layout).name, "pairwise_gap");
+  EXPECT_EQ(gap.loss(Kind::Tile).name, "hinge");
+  EXPECT_EQ(gap.loss(Kind::Tile).margin, 0.5);
+  // An unknown name is refused naming its key (the schema's choices, or find_loss).
+  for (const char* key : {"train.tile_loss", "train.layout_loss"}) {
+    try {
+      settings_of({std::string(key) + "=mse"});
+      FAIL() << key << "=mse was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {

@@ -37,15 +37,17 @@ std::vector<std::string> loss_names() {
   return names;
 }
 
-const LossKind& find_loss(const std::string& name) {
+const LossKind& find_loss(const std::string& name, const std::string& key) {
   for (const auto& k : loss_kinds())
     if (k.name == name) return k;
   std::string known;
   for (const auto& n : loss_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown loss '" + name + "' (known: " + known + ")", "", "train.loss");
+  throw Error("unknown loss '" + name + "' (known: " + known + ")", "", key);
 }
 
-void register_loss_choices() { set_schema_choices("train.loss", loss_names()); }
+void register_loss_choices() {
+  for (const char* key : {"train.tile_loss", "train.layout_loss"}) set_schema_choices(key, loss_names());
+}
 
 torch::Tensor ranking_loss(const LossOptions& opts, const torch::Tensor& scores, const torch::Tensor& target,
                            const torch::Tensor& mask) {

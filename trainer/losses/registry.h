@@ -1,4 +1,4 @@
-// The ranking losses by name (train.loss). Adding a loss is its definition (e.g. a new
+// The ranking losses by name (train.tile_loss, train.layout_loss). Adding a loss is its definition (e.g. a new
 // file beside listmle.cpp, declared in ranking_losses.h) plus one line in registry.cpp's
 // table; the config schema's allowed values come from the table (register_loss_choices).
 #pragma once
@@ -31,9 +31,10 @@ struct LossKind {
 
 const std::vector<LossKind>& loss_kinds();
 std::vector<std::string> loss_names();
-// Throws Error naming the unknown loss and the known ones.
-const LossKind& find_loss(const std::string& name);
-// Makes the config schema's train.loss accept exactly the registered names. Idempotent.
+// Throws Error naming the unknown loss, the known ones and the config key it came from.
+const LossKind& find_loss(const std::string& name, const std::string& key = "");
+// Makes the config schema's train.tile_loss and train.layout_loss accept exactly the
+// registered names. Idempotent.
 void register_loss_choices();
 
 // The loss named in opts.

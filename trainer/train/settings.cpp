@@ -47,12 +47,15 @@ TrainSettings::TrainSettings(const Config& cfg)
   const int64_t steps = cfg.get_int("train.steps_per_epoch");
   tile_steps_per_epoch = cfg.get_int("train.tile_steps_per_epoch");
   layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
-  min_steps_per_epoch = cfg.get_int("train.min_steps_per_epoch");
+  tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
+  layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
   if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
-  loss.name = cfg.get_string("train.loss");
-  loss.margin = cfg.get_float("train.hinge_margin");
-  find_loss(loss.name);
+  for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
+    loss->name = cfg.get_string(key);
+    loss->margin = cfg.get_float("train.hinge_margin");
+    find_loss(loss->name, key);
+  }
   // Building each model once checks its name and options, naming the key, before any work.
   for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(model_spec(kind, 1));
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");

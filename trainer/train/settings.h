@@ -19,12 +19,12 @@ struct TrainSettings {
   std::vector<std::string> collections;
   int64_t epochs = 10, graphs_per_step = 8;
   int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
-  int64_t min_steps_per_epoch = 20;  // floor on a one-pass epoch
+  int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;  // floors on a one-pass epoch
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
   double stall_timeout_s = 600;
-  LossOptions loss;
+  LossOptions tile_loss, layout_loss;
   uint64_t seed = 0;
   std::string tile_arch = "early_join_shape", layout_arch = "sage_shape";
   ModelOptions tile_model, layout_model;
@@ -36,11 +36,13 @@ struct TrainSettings {
   explicit TrainSettings(const Config& cfg);
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
   int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
+  const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
   // The configured steps per epoch, or, when that is 0, one pass over `pass_steps` with
-  // the min_steps_per_epoch floor.
+  // the kind's floor.
   int64_t steps_per_epoch(Kind kind, int64_t pass_steps) const {
-    const int64_t set = kind == Kind::Tile ? tile_steps_per_epoch : layout_steps_per_epoch;
-    return set > 0 ? set : std::max(pass_steps, min_steps_per_epoch);
+    const bool tile = kind == Kind::Tile;
+    const int64_t set = tile ? tile_steps_per_epoch : layout_steps_per_epoch;
+    return set > 0 ? set : std::max(pass_steps, tile ? tile_min_steps_per_epoch : layout_min_steps_per_epoch);
   }
   // The model the config asks for, for data with this many node feature columns.
   ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
