@@ -105,14 +105,8 @@ tail -1 "$WORK/self-test.log"
 
 # The bench tree, shared with the other bench scripts: generated only when absent, under a
 # temporary name renamed into place.
-if [ ! -d "$RAW/npz" ]; then
-  echo "== generating the bench tree into $RAW"
-  tmp="$RAW.tmp.$$"
-  rm -rf "$tmp"
-  $NICE "$BIN/tpuperf-synth" --out "$tmp" --scale bench --seed 0 --log-level warn
-  touch "$tmp/.complete"
-  mv -T "$tmp" "$RAW"
-fi
+source "$HERE/bench_tree.sh"
+ensure_bench_tree "$BIN" "$RAW" $NICE
 
 # run_tpuperf NAME TREE COLLECTIONS EXTRA_SETTINGS...: preprocess TREE/npz and train with
 # the schema's defaults plus the given --set options; the run in $WORK/NAME/run; timings

@@ -27,11 +27,8 @@ mpi() { local n=$1; shift; mpirun --bind-to none --oversubscribe -np "$n" "$@"; 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 mkdir -p "$WORK"
 
-if [ ! -d "$GEN/npz" ]; then
-  echo "== generating the bench tree into $GEN"
-  "$BIN/tpuperf-synth" --out "$GEN.partial" --scale bench --seed 0 --log-level warn
-  mv "$GEN.partial" "$GEN"
-fi
+source "$HERE/bench_tree.sh"
+ensure_bench_tree "$BIN" "$GEN"
 # tpuperf-score scores every graph of its truth tree: give it the layout part alone.
 mkdir -p "$WORK/truth"
 ln -sfn "$GEN/truth/layout" "$WORK/truth/layout"

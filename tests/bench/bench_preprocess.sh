@@ -48,14 +48,9 @@ START_LOAD=$(load1)
 
 # ---------------------------------------------------------------- (a) the bench tree
 if [ ! -f "$GEN/.complete" ]; then
-  echo "== generating the bench tree into $GEN (once)"
   t0=$(now)
-  tmp_gen=$GEN.tmp.$$
-  rm -rf "$tmp_gen"
-  "$BIN/tpuperf-synth" --out "$tmp_gen" --scale bench --seed 0 --log-level warn
-  touch "$tmp_gen/.complete"
-  [ -f "$GEN/.complete" ] || { rm -rf "$GEN"; mv "$tmp_gen" "$GEN"; }  # unless another made it meanwhile
-  rm -rf "$tmp_gen"
+  source "$HERE/bench_tree.sh"
+  ensure_bench_tree "$BIN" "$GEN"
   echo "generated in $(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.0f", b - a}') s"
 fi
 
