@@ -116,8 +116,8 @@ def main():
               "test graphs scored against its truth (30 tile, 2 per layout collection: few, so the "
               "valid split's 2 graphs per collection are shown too). tpuperf: `tpuperf-preprocess` and "
               "`mpirun --bind-to none -np 2 tpuperf-train --fresh` with the project's defaults at the "
-              "time of the run (configs/tpugraphs.yaml, i.e. the schema's: 5 folds, 10 epochs of one pass over the "
-              "fold's train graphs but at least the schema's train.{tile,layout}_min_steps_per_epoch "
+              "time of the run (configs/tpugraphs.yaml, i.e. the schema's: 5 folds, 10 epochs of one "
+              "pass over the fold's train graphs but at least the schema's train.{tile,layout}_min_steps_per_epoch "
               "steps, default models and losses)"
               + (" and with the bench settings of `bench_train.sh --bench-tree` (2 folds, 8 epochs x 20 "
                  "steps, lr 0.003, tile slate 64, hidden 32, 2 layers)" if "across-bench" in runs else "")

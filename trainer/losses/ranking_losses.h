@@ -1,7 +1,8 @@
 // The ranking losses' definitions. Inputs are G x S: scores (lower = predicted faster, the
 // project convention), targets (lower = faster: runtime or runtime / normalizer) and the
 // mask of real slots. Every loss averages over graphs, so a batch's loss does not grow
-// with its number of graphs. registry.h makes them selectable by name (train.tile_loss, train.layout_loss).
+// with its number of graphs. registry.h makes them selectable by name (train.tile_loss,
+// train.layout_loss).
 #pragma once
 
 #include <torch/torch.h>

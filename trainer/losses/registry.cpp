@@ -6,6 +6,15 @@
 
 namespace tpuperf {
 
+namespace {
+
+// The pairwise losses average over the graphs that have at least one ordered pair.
+int64_t graphs_with_a_pair(const torch::Tensor& target, const torch::Tensor& mask) {
+  return ordered_pairs(target, mask).any(2).any(1).sum().item<int64_t>();
+}
+
+}  // namespace
+
 const std::vector<LossKind>& loss_kinds() {
   static const std::vector<LossKind> kinds = {
       {"listmle", "Plackett-Luce likelihood of the true order",
@@ -17,16 +26,12 @@ const std::vector<LossKind>& loss_kinds() {
        [](const LossOptions& o, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
          return pairwise_hinge_loss(s, t, m, o.margin);
        },
-       [](const torch::Tensor& t, const torch::Tensor& m) {
-         return ordered_pairs(t, m).any(2).any(1).sum().item<int64_t>();
-       }},
+       graphs_with_a_pair},
       {"pairwise_gap", "pairwise logistic weighted by the log-runtime gap (near-ties weigh ~0)",
        [](const LossOptions&, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
          return pairwise_gap_loss(s, t, m);
        },
-       [](const torch::Tensor& t, const torch::Tensor& m) {
-         return ordered_pairs(t, m).any(2).any(1).sum().item<int64_t>();
-       }},
+       graphs_with_a_pair},
   };
   return kinds;
 }

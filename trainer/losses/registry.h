@@ -1,6 +1,7 @@
-// The ranking losses by name (train.tile_loss, train.layout_loss). Adding a loss is its definition (e.g. a new
-// file beside listmle.cpp, declared in ranking_losses.h) plus one line in registry.cpp's
-// table; the config schema's allowed values come from the table (register_loss_choices).
+// The ranking losses by name (train.tile_loss, train.layout_loss). Adding a loss is its
+// definition (e.g. a new file beside listmle.cpp, declared in ranking_losses.h) plus one
+// entry in registry.cpp's table; the config schema's allowed values come from the table
+// (register_loss_choices).
 #pragma once
 
 #include <torch/torch.h>

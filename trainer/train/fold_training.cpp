@@ -63,7 +63,8 @@ std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, co
   // Weighting by n * P / G makes the step's gradient the mean over all G graphs.
   const double n = static_cast<double>(draws.size());
   const auto forward = [&model](const Batch& b) { return model.forward(b); };
-  stats[0] = backward_joint_loss(s.loss(train.kind()), batches, forward, n * size / static_cast<double>(s.graphs_per_step)) * n;
+  const double scale = n * size / static_cast<double>(s.graphs_per_step);
+  stats[0] = backward_joint_loss(s.loss(train.kind()), batches, forward, scale) * n;
   stats[1] = n;
   fault_point("train.step");
   const auto sync_start = std::chrono::steady_clock::now();

@@ -19,7 +19,8 @@ struct TrainSettings {
   std::vector<std::string> collections;
   int64_t epochs = 10, graphs_per_step = 8;
   int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
-  int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;  // floors on a one-pass epoch
+  // Floors on an epoch that is one pass over the train graphs.
+  int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
