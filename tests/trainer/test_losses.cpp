@@ -137,6 +137,45 @@ TEST_F(Losses, PairwiseGapWeighsNearTiesByTheirGap) {
   EXPECT_LT(sg.grad()[0][1].item<double>(), 0.0);
 }
 
+TEST_F(Losses, LogMseHandComputed) {
+  // One graph, targets (1, 2, 4): log t = (0, 1, 2) log 2, mean log 2, population sd
+  // log 2 * sqrt(2 / 3), so z = (-1, 0, 1) * sqrt(3 / 2) whatever the base. Scores (0, 0.5,
+  // 0.2) centred: minus 0.7 / 3. The loss is the mean of the three squared differences.
+  const double r = std::sqrt(1.5), m = 0.7 / 3;
+  const double expected =
+      (std::pow(0 - m + r, 2) + std::pow(0.5 - m, 2) + std::pow(0.2 - m - r, 2)) / 3;
+  const auto loss = log_mse_loss(t2({0.0, 0.5, 0.2}, 1, 3), t2({1, 2, 4}, 1, 3), mask2({1, 1, 1}, 1, 3));
+  EXPECT_NEAR(loss.item<double>(), expected, 1e-12);
+}
+
+TEST_F(Losses, LogMseSkipsPaddingAndSingleSlotGraphs) {
+  // Graph 0: real targets (5, 5), an exact tie: z = (0, 0), scores (0, 1) centred (-0.5,
+  // 0.5): 0.25; its padding slot (score 9) is ignored. Graph 1: one real slot, nothing to
+  // compare: left out of the mean. Graph 2: (2, 8), scores (3, 3): z = (-1, 1): 1.
+  const auto loss = log_mse_loss(t2({0, 1, 9, -1e3, 7, 0, 3, 3, 0}, 3, 3), t2({5, 5, 0, 3, 0, 0, 2, 8, 0}, 3, 3),
+                                 mask2({1, 1, 0, 1, 0, 0, 1, 1, 0}, 3, 3));
+  EXPECT_NEAR(loss.item<double>(), (0.25 + 1.0) / 2, 1e-12);
+  LossOptions mse;
+  mse.name = "log_mse";
+  EXPECT_EQ(ranking_loss_graphs(mse, t2({5, 5, 0, 3, 0, 0, 2, 8, 0}, 3, 3), mask2({1, 1, 0, 1, 0, 0, 1, 1, 0}, 3, 3)),
+            2);
+}
+
+TEST_F(Losses, LogMseIsInvariantToTheRuntimesScaleAndPower) {
+  // z is the same for t and 3 t^2 (log: an affine map with a positive slope), and for any
+  // shift of all scores: the loss sees neither a graph's units nor the score's offset.
+  const auto s = t2({0.3, -1.0, 2.0, 0.1}, 1, 4), t = t2({1.0, 1.01, 1.5, 4.0}, 1, 4);
+  const auto m = mask2({1, 1, 1, 1}, 1, 4);
+  const double base = log_mse_loss(s, t, m).item<double>();
+  EXPECT_NEAR(log_mse_loss(s + 7.0, 3.0 * t * t, m).item<double>(), base, 1e-12);
+  // Its gradient pushes the slowest config's score up and the fastest's down when the
+  // scores are all equal.
+  auto flat = torch::zeros({1, 4}, torch::kFloat64).requires_grad_(true);
+  log_mse_loss(flat, t, m).backward();
+  EXPECT_GT(flat.grad()[0][0].item<double>(), 0.0);
+  EXPECT_LT(flat.grad()[0][3].item<double>(), 0.0);
+}
+
 TEST_F(Losses, ByName) {
   const auto s = t2({0.0, 0.5, 0.2}, 1, 3), t = t2({1, 2, 3}, 1, 3);
   const auto m = mask2({1, 1, 1}, 1, 3);
@@ -151,7 +190,7 @@ TEST_F(Losses, ByName) {
   EXPECT_THROW(ranking_loss(bad, s, t, m), Error);
   EXPECT_THROW(find_loss("ListMLE"), Error);
   EXPECT_NO_THROW(find_loss("hinge"));
-  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge", "pairwise_gap"}));
+  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge", "pairwise_gap", "log_mse"}));
   LossOptions gap;
   gap.name = "pairwise_gap";
   EXPECT_NEAR(ranking_loss(gap, s, t, m).item<double>(), pairwise_gap_loss(s, t, m).item<double>(), 1e-15);
@@ -165,7 +204,7 @@ TEST_F(Losses, ConfigChoicesComeFromTheTable) {
     Config::load("", {"train.tile_loss=ListMLE"});
     FAIL() << "an unknown loss was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("listmle, hinge, pairwise_gap"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("listmle, hinge, pairwise_gap, log_mse"), std::string::npos) << e.what();
   }
 }
 

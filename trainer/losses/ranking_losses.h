@@ -33,4 +33,12 @@ torch::Tensor listmle_loss(const torch::Tensor& scores, const torch::Tensor& tar
 // re-measurement near-tie weighs next to nothing, a config 2x slower weighs log 2.
 torch::Tensor pairwise_gap_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
 
+// Squared error against the per-graph standardized log runtime, the flat baselines' target
+// (tests/bench/baselines.py graph_target): per graph with at least two real slots, z =
+// (log t - mean) / sd over its real slots (sd 0: z = 0), and the mean over them of
+// ((s - mean s) - z)^2; then the mean over those graphs. A regression, not a ranking: a
+// config's score estimates how many of the slate's deviations slower it is, so near-ties
+// cost little when misordered and the slow tail, where the signal is, weighs most.
+torch::Tensor log_mse_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
+
 }  // namespace tpuperf

@@ -32,6 +32,11 @@ const std::vector<LossKind>& loss_kinds() {
          return pairwise_gap_loss(s, t, m);
        },
        graphs_with_a_pair},
+      {"log_mse", "squared error against the per-graph standardized log runtime (a regression)",
+       [](const LossOptions&, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
+         return log_mse_loss(s, t, m);
+       },
+       [](const torch::Tensor&, const torch::Tensor& m) { return (m.sum(1) >= 2).sum().item<int64_t>(); }},
   };
   return kinds;
 }
