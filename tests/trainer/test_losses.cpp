@@ -176,6 +176,19 @@ TEST_F(Losses, LogMseIsInvariantToTheRuntimesScaleAndPower) {
   EXPECT_LT(flat.grad()[0][3].item<double>(), 0.0);
 }
 
+TEST_F(Losses, LogMseStandardizesNearTiesInDouble) {
+  // Runtimes 3e-7 apart relative (log runtimes of ~13.8 differing by 3e-7, a third of
+  // float's spacing there), float scores: z must still be (-1, 0, 1) * sqrt(3 / 2), so at
+  // equal scores the gradient is -(2 / 3) z.
+  const auto t = t2({1e6, 1e6 * (1 + 3e-7), 1e6 * (1 + 6e-7)}, 1, 3);
+  auto s = torch::zeros({1, 3}, torch::kFloat32).requires_grad_(true);
+  log_mse_loss(s, t, mask2({1, 1, 1}, 1, 3)).backward();
+  const double g = 2.0 / 3 * std::sqrt(1.5);
+  EXPECT_NEAR(s.grad()[0][0].item<double>(), g, 1e-5);
+  EXPECT_NEAR(s.grad()[0][1].item<double>(), 0.0, 1e-5);
+  EXPECT_NEAR(s.grad()[0][2].item<double>(), -g, 1e-5);
+}
+
 TEST_F(Losses, ByName) {
   const auto s = t2({0.0, 0.5, 0.2}, 1, 3), t = t2({1, 2, 3}, 1, 3);
   const auto m = mask2({1, 1, 1}, 1, 3);
