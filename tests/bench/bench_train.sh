@@ -226,13 +226,24 @@ tp_run() {
   rm -f "$WORK/$tag.time"
   mpi "$np" /usr/bin/time -a -o "$WORK/$tag.time" -f "rank time: wall %e user %U sys %S" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" \
     --fresh --set "data.collections=[${coll%@default}]" --set train.epochs="$epochs" --set train.threads_per_rank=1 \
-    --set train.eval_max_configs=20 "${extra[@]}" > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
+    --set train.eval_max_configs=20 --log-level debug "${extra[@]}" > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
   # The run's JSON line: appended in one write, and printed from here rather than from the
   # file's last line, which may be a concurrent run's (the scaling part's pairs).
   local line
-  line=$($PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" "$WORK/$tag.time" "$dropout" <<'PY'
+  line=$($PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" "$WORK/$tag.time" "$dropout" "$WORK/$tag.log" <<'PY'
 import csv, json, re, sys
-path, tag, np_, coll, l0, l1, time_log, dropout = sys.argv[1:]
+path, tag, np_, coll, l0, l1, time_log, dropout, log = sys.argv[1:]
+# The step trace (tpuperf-train --log-level debug: each rank's per-step phase times of an
+# epoch), per rank the mean over the epochs after the first (its steps include warm-up).
+TRACE = re.compile(r"(?:\[rank (\d+)\] )?\S+ fold \d+ epoch (\d+)/\d+: per step: batch building (\S+) ms, "
+                   r"forward\+backward (\S+) ms, all-reduce (\S+) ms, optimizer (\S+) ms; (\S+) batches, "
+                   r"(\S+) node slots, (\S+)% of them padding")
+trace = {}
+for m in TRACE.finditer(open(log).read()):
+    if int(m[2]) > 1:
+        trace.setdefault(int(m[1] or 0), []).append([float(v) for v in m.groups()[2:]])
+keys = ["build_ms", "forward_backward_ms", "allreduce_ms", "optimizer_ms", "batches", "node_slots", "padding_pct"]
+trace = [dict(zip(keys, (sum(col) / len(col) for col in zip(*rows)))) for _, rows in sorted(trace.items())]
 rows = [r for r in csv.DictReader(open(path)) if r["split"] == "train"]
 configs = sum(float(r["configs_per_s"]) * float(r["elapsed_s"]) for r in rows)
 seconds = sum(float(r["elapsed_s"]) for r in rows)
@@ -241,7 +252,7 @@ times = [tuple(map(float, m.groups())) for m in
 print(json.dumps(dict(tag=tag, tool="tpuperf", ranks=int(np_), collection=coll, configs=configs,
                       seconds=seconds, cps=configs / seconds, losses=[float(r["loss"]) for r in rows],
                       cpu_share=[(u + s) / w for w, u, s in times], cpu_seconds=sum(u + s for _, u, s in times),
-                      check=dropout != "", load=[float(l0), float(l1)])))
+                      check=dropout != "", load=[float(l0), float(l1)], trace=trace)))
 PY
 )
   echo "$line" >> "$WORK/runs.jsonl"
@@ -574,6 +585,52 @@ def cpu_s(runs):
 def all_cps(runs):
     return ", ".join(f"{r['cps']:.0f}" for r in runs)
 
+# The step trace of the scaling runs (tpuperf-train --log-level debug), issue #19 step 4:
+# per collection the best round's 1-rank and 2-rank runs, a rank's step by phase. At 2
+# ranks a rank runs half the graphs, so the ideal step is half the 1-rank step; what each
+# phase takes beyond its half is what the second rank cannot save.
+PHASES = [("build_ms", "batch building"), ("forward_backward_ms", "forward+backward"),
+          ("allreduce_ms", "all-reduce"), ("optimizer_ms", "optimizer")]
+
+def mean_rank(run, key):
+    return sum(t[key] for t in run["trace"]) / len(run["trace"])
+
+def scaling_trace(runs, colls):
+    rows = []
+    for c in colls:
+        one = max((r for r in by(runs, collection=c) if r["tag"].endswith("-np1") and r.get("trace")),
+                  key=lambda r: r["cps"], default=None)
+        two = max((r for r in by(runs, collection=c) if r["tag"].endswith("-np2") and r.get("trace")),
+                  key=lambda r: r["cps"], default=None)
+        if not one or not two:
+            continue
+        t1 = sum(mean_rank(one, k) for k, _ in PHASES)
+        t2 = sum(mean_rank(two, k) for k, _ in PHASES)
+        excess = "; ".join(f"{name} {mean_rank(two, k) - mean_rank(one, k) / 2:+.2f}" for k, name in PHASES)
+        cells = lambda run: " / ".join(f"{mean_rank(run, k):.2f}" for k, _ in PHASES)
+        fb = [f"{t['forward_backward_ms']:.2f}" for t in two["trace"]]
+        rows.append(f"| {c} | {cells(one)} = {t1:.2f} | {cells(two)} = {t2:.2f} | {t1 / 2:.2f} | "
+                    f"{t2 - t1 / 2:+.2f} ({100 * (t1 / 2) / t2:.0f}%) | {excess} | {', '.join(fb)} | "
+                    f"{mean_rank(one, 'batches'):.2f}; {mean_rank(two, 'batches'):.2f} | "
+                    f"{mean_rank(one, 'padding_pct'):.1f}%; {mean_rank(two, 'padding_pct'):.1f}% |")
+    if not rows:
+        return []
+    return ["Where a rank's step goes (the trace: `tpuperf-train --log-level debug` logs each rank's "
+            "per-step phase times per epoch; here the mean over epochs 2 and later, the first being "
+            "warm-up; the best round's runs of the table above). At 2 ranks each rank runs half the "
+            "step's graphs, so the ideal step is half the 1-rank step; 'beyond the ideal' is what the "
+            "2-rank step takes more, split by phase (each phase's 2-rank time minus half its 1-rank "
+            "time; the all-reduce is the wait for the slower rank plus the transfer). 'Step' efficiency "
+            "= ideal / 2-rank step; it leaves out the per-epoch evaluation and logging that configs/s "
+            "also leaves out, so it is close to the table's efficiency. Padding: the share of the node "
+            "slots (nodes x slate width) a batch runs that belong to no real config (graphs padded to "
+            "their batch's widest slate): the upper bound of what ragged batches would save.", "",
+            "| collection | 1 rank, ms per step: build / forward+backward / all-reduce / optimizer = step | "
+            "2 ranks, per rank (mean): the same | ideal 2-rank step (half) | beyond the ideal (step "
+            "efficiency) | beyond the ideal by phase, ms | forward+backward per rank, ms | batches per "
+            "step, 1 rank; 2 ranks | padding, 1 rank; 2 ranks |",
+            "|---|---|---|---|---|---|---|---|---|"] + rows + [""]
+
 if not quality:
     lines += keep("Quality")
 
@@ -861,6 +918,7 @@ if sc:
               "together, no MPI between them) over the round's solo 1-rank run: the share of a solo "
               "core each of two busy processes gets on this machine, so it bounds the 2-rank "
               "efficiency as well, whatever the trainer does.", ""]
+    lines += scaling_trace(runs, colls)
 
 if not bench:
     lines += keep("Bench tree")

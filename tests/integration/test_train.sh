@@ -179,6 +179,24 @@ grep -q "stalled at the gradient all-reduce of step 3" "$work/hung.log" \
   && grep -q "group rank(s) 1 (world rank 1)" "$work/hung.log" || { tail -20 "$work/hung.log"; echo "no stall report naming rank 1"; exit 1; }
 grep "stalled at" "$work/hung.log" | head -1
 
+step "the step trace: every rank logs its phases per epoch at debug level"
+# Slates of 2 configs pad nothing (every tiny tile graph has more), so the padding share must be 0.
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --log-level debug \
+    --set data.processed_dir="$work/processed_k1" --set data.collections=[tile:xla] --set output.dir="$work/trace" \
+    --set train.epochs=2 --set train.tile_slate=2 > "$work/trace.log" 2>&1 || { tail -20 "$work/trace.log"; exit 1; }
+$PY - "$work/trace.log" <<'PY'
+import re, sys
+lines = re.findall(r"\[rank (\d)\] tile:xla fold 0 epoch (\d)/2: per step: batch building (\S+) ms, forward\+backward "
+                   r"(\S+) ms, all-reduce (\S+) ms, optimizer (\S+) ms; (\S+) batches, (\S+) node slots, (\S+)% of them padding",
+                   open(sys.argv[1]).read())
+assert sorted((r, e) for r, e, *_ in lines) == [("0", "1"), ("0", "2"), ("1", "1"), ("1", "2")], lines
+for _, _, *values in lines:
+    build, fb, ar, opt, batches, slots, padding = map(float, values)
+    assert min(build, ar, opt) >= 0 and fb > 0 and batches >= 1 and slots > 0, values
+    assert padding == 0, f"slates of 2 configs cannot pad here: {values}"
+print(f"{len(lines)} trace lines, e.g. {lines[0]}")
+PY
+
 step "contradictory flags are refused"
 set +e
 mpi 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --predict-only > "$work/flags.log" 2>&1

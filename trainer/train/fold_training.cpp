@@ -36,11 +36,46 @@ double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
   return s.lr * (0.05 + 0.95 * 0.5 * (1 + std::cos(M_PI * std::min(1.0, t))));
 }
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Where a rank's step time goes, summed over an epoch's steps and logged at debug level:
+// the trace behind the scaling bench's analysis (what a second rank cannot halve).
+struct StepPhases {
+  double build_s = 0, forward_backward_s = 0, allreduce_s = 0, optimizer_s = 0;
+  int64_t batches = 0;
+  // Node slots (nodes x slate width) the batches ran, and those of real configs: the rest
+  // is padding to a batch's widest slate, the work ragged batches would save.
+  int64_t run_slots = 0, real_slots = 0;
+
+  void count(const Batch& b, const std::vector<SlateDraw>& draws, const std::vector<size_t>& part);
+  std::string summary(int64_t steps) const;
+};
+
+void StepPhases::count(const Batch& b, const std::vector<SlateDraw>& draws, const std::vector<size_t>& part) {
+  ++batches;
+  run_slots += b.num_nodes * b.slate;
+  for (size_t g = 0; g < part.size(); ++g)
+    real_slots += (b.node_offsets[g + 1] - b.node_offsets[g]) * static_cast<int64_t>(draws[part[g]].configs.size());
+}
+
+std::string StepPhases::summary(int64_t steps) const {
+  const double n = static_cast<double>(std::max<int64_t>(steps, 1));
+  const double padded = run_slots > 0 ? 100.0 * static_cast<double>(run_slots - real_slots) / run_slots : 0.0;
+  return fmt::format(
+      "per step: batch building {:.2f} ms, forward+backward {:.2f} ms, all-reduce {:.2f} ms, optimizer {:.2f} ms; "
+      "{:.2f} batches, {:.0f} node slots, {:.1f}% of them padding",
+      1e3 * build_s / n, 1e3 * forward_backward_s / n, 1e3 * allreduce_s / n, 1e3 * optimizer_s / n,
+      static_cast<double>(batches) / n, static_cast<double>(run_slots) / n, padded);
+}
+
 // One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs,
-// seconds in the gradient all-reduce: mostly waiting for the group's slowest rank).
+// seconds in the gradient all-reduce: mostly waiting for the group's slowest rank) and adds
+// its phases' times to `phases`.
 std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, const GraphSet& train,
                                  const SlateSampler& sampler, int64_t epoch, int64_t step, int rank, int size,
-                                 GradientReducer& reducer, FusedAdamW& opt) {
+                                 GradientReducer& reducer, FusedAdamW& opt, StepPhases& phases) {
+  const auto build_start = Clock::now();
   const std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
   opt.zero_grad();
   std::array<double, 4> stats{0, 0, 0, 0};
@@ -58,19 +93,26 @@ std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, co
       stats[2] += static_cast<double>(draws[i].configs.size());
     }
     batches.push_back(make_batch(train.kind(), graphs, configs));
+    phases.count(batches.back(), draws, part);
   }
+  phases.build_s += seconds_since(build_start);
   // The rank's loss is a mean over its n graphs; the all-reduce averages over ranks.
   // Weighting by n * P / G makes the step's gradient the mean over all G graphs.
   const double n = static_cast<double>(draws.size());
   const auto forward = [&model](const Batch& b) { return model.forward(b); };
   const double scale = n * size / static_cast<double>(s.graphs_per_step);
+  const auto compute_start = Clock::now();
   stats[0] = backward_joint_loss(s.loss(train.kind()), batches, forward, scale) * n;
   stats[1] = n;
+  phases.forward_backward_s += seconds_since(compute_start);
   fault_point("train.step");
-  const auto sync_start = std::chrono::steady_clock::now();
+  const auto sync_start = Clock::now();
   reducer.allreduce();
-  stats[3] = std::chrono::duration<double>(std::chrono::steady_clock::now() - sync_start).count();
+  stats[3] = seconds_since(sync_start);
+  phases.allreduce_s += stats[3];
+  const auto opt_start = Clock::now();
   opt.clip_and_step(s.grad_clip);
+  phases.optimizer_s += seconds_since(opt_start);
   return stats;
 }
 
@@ -137,14 +179,16 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
     Progress progress(label + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(s.epochs), spe, 0, 10.0,
                       "steps");
     std::vector<double> sums = {0, 0, 0, 0};
+    StepPhases phases;
     for (int64_t step = 0; step < spe; ++step, ++meta.step) {
       for (auto& group_opts : opt.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group_opts.options()).lr(learning_rate(s, meta.step, total));
-      auto st = train_step(s, *model, train, sampler, epoch, step, rank, size, reducer, opt);
+      auto st = train_step(s, *model, train, sampler, epoch, step, rank, size, reducer, opt, phases);
       for (int i = 0; i < 4; ++i) sums[i] += st[i];
       progress.tick(0);
     }
     double seconds = progress.elapsed_s();
+    spdlog::debug("{} epoch {}/{}: {}", label, epoch + 1, s.epochs, phases.summary(spe));
     allreduce_doubles(sums, group);
     double loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
     double oof = group_metric(s, *model, data.oof, "oof", fold, group).mean();
