@@ -10,7 +10,9 @@
 # kind's floor on a one-pass epoch, train.{tile,layout}_min_steps_per_epoch = B (a bench
 # tree fold's one pass is below every budget here, so each epoch trains B steps; 10
 # epochs). Scores: test (tpuperf-score against the tree's truth), valid (the fold
-# ensemble on the valid split) and cv (mean out-of-fold score of the best epochs).
+# ensemble on the valid split) and cv (mean out-of-fold score of the best epochs). The
+# section names each collection's choice: the cheapest budget whose cv is within 0.005 of
+# the best budget's.
 #
 # Each collection's runs are kept in $WORK/runs-<collection>.txt, and the section is written
 # from every such file, so collections can be run (or rerun) one invocation at a time. The
@@ -72,7 +74,7 @@ for coll in $COLLECTIONS; do
 done
 
 python3 - "$WORK" "$RESULTS" "$HERE" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$("$BIN/tpuperf-train" --help-config)" <<'PY'
-import csv, glob, json, math, os, re, sys
+import csv, glob, json, math, os, re, sys, time
 work, results, here, when, help_config = sys.argv[1:]
 sys.path.insert(0, here)
 from results_md import machine, replace_section
@@ -80,6 +82,11 @@ from results_md import machine, replace_section
 def default(key):
     m = re.search(r"^ *%s \([a-z]+, default ([^)]*)\)$" % re.escape(key), help_config, flags=re.M)
     return m.group(1) if m else "?"
+
+CV_TOLERANCE = 0.005  # about the cv's run-to-run spread (a seed-1 tile run: +0.003)
+
+def utc(t):
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
 
 def steps_seconds(run_dir, coll):
     """Seconds in the training steps, summed over the folds (metrics.csv elapsed_s)."""
@@ -91,8 +98,10 @@ def steps_seconds(run_dir, coll):
 
 rows = {}
 lines_of_runs = [l for f in sorted(glob.glob(f"{work}/runs-*.txt")) for l in open(f)]
+finished = []  # when each run ended (its score file's time): the section can be rewritten later
 for line in lines_of_runs:
     coll, b, wall, l0, l1, out = line.split()
+    finished.append(os.path.getmtime(f"{out}.score.json"))
     score = json.load(open(f"{out}.score.json"))["collections"][0]["score"]
     m = re.search(r"\] %s: valid score ensemble (\S+) .*cv (\S+)" % re.escape(coll), open(f"{out}.log").read())
     rows.setdefault(coll, []).append(dict(b=int(b), wall=float(wall), load=(l0, l1), test=score,
@@ -140,7 +149,8 @@ def svg(rows):
 with open(os.path.join(here, "time_to_quality.svg"), "w") as f:
     f.write(svg(rows))
 lines = ["## Time to quality", "",
-         f"Run {when} by `tests/bench/bench_time_to_quality.sh` (this section is written by the script).", "",
+         f"Runs ended {utc(min(finished))} to {utc(max(finished))}; written {when} by "
+         "`tests/bench/bench_time_to_quality.sh` (this section is written by the script).", "",
          f"Machine: {machine()}; other jobs may share it (load per run below).", "",
          "Data: the bench tree (`tpuperf-synth --scale bench --seed 0`), preprocessed with the defaults "
          "(5 folds). Each row: `mpirun --bind-to none -np 2 tpuperf-train --fresh` with the project's "
@@ -162,7 +172,13 @@ for coll, rs in rows.items():
     for r in sorted(rs, key=lambda r: r["b"]):
         lines.append(f"| {r['b']} | {r['test']:.4f} | {r['valid']:.4f} | {r['cv']:.4f} | {r['wall']:.0f} | "
                      f"{r['steps_s']:.0f} | {r['load'][0]} → {r['load'][1]} |")
-    lines.append("")
+    # The default the curve chooses: the cheapest budget whose cv (out-of-fold over every
+    # train graph: the most graphs of the three scores) is within CV_TOLERANCE of the best.
+    best_cv = max(r["cv"] for r in rs)
+    chosen = min(r["b"] for r in rs if r["cv"] >= best_cv - CV_TOLERANCE)
+    lines += ["", f"The curve's choice, the cheapest budget whose cv is within {CV_TOLERANCE} of the best "
+              f"({best_cv:.4f}): **{chosen}** steps per epoch; the default: "
+              f"{default(f'train.{kind}_min_steps_per_epoch')}.", ""]
 replace_section(results, "Time to quality", "\n".join(lines))
 print("\n".join(lines))
 print(f"wrote {results}")
