@@ -90,6 +90,12 @@ std::vector<ConfigKey>& schema_table() {
       {"train.layout_eval_chunk", T::Int, "128",
        "layout configs scored in one forward pass in evaluation and prediction (cross-config "
        "attention sees one chunk at a time)", 1, 1e7},
+      // Slates of 16 configs from the small bench tree's layout:xla:random graphs spent 12.5 of
+      // a 48 ms training step inflating chunks of config rows with HDF5's 1 MiB cache
+      // (tests/bench/RESULTS.md, the step trace); that tree's train rows inflate to 7 MB.
+      {"train.config_cache_mb", T::Float, "256",
+       "MiB of inflated layout config rows a rank keeps in memory for its train set (HDF5's "
+       "chunk cache, split over the set's shards; 0: HDF5's default of 1 MiB per shard)", 0, 1e7},
       {"train.stall_timeout_s", T::Float, "600",
        "a rank waiting longer than this at the gradient all-reduce names the late ranks and aborts "
        "the job (0: wait forever)", 0, 1e7},

@@ -245,7 +245,32 @@ Handle create_dataset(hid_t loc, const std::string& name, hid_t file_type, const
                 H5Dclose);
 }
 
-Handle open_dataset(hid_t loc, const std::string& name, const std::string& file) {
+namespace {
+
+// The bytes of one chunk of a chunked dataset, 0 for other layouts.
+size_t chunk_bytes(hid_t dset, const std::string& what, const std::string& file, const std::string& name) {
+  Handle dcpl(check_id(H5Dget_create_plist(dset), what, file, name), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
+  hsize_t chunk[2] = {1, 1};
+  const int rank = H5Pget_chunk(dcpl.get(), 2, chunk);
+  if (rank < 1) check(-1, what, file, name);
+  Handle type(check_id(H5Dget_type(dset), what, file, name), H5Tclose);
+  return static_cast<size_t>(chunk[0] * (rank == 2 ? chunk[1] : 1)) * H5Tget_size(type.get());
+}
+
+size_t next_prime(size_t n) {
+  auto prime = [](size_t k) {
+    for (size_t d = 2; d * d <= k; ++d)
+      if (k % d == 0) return false;
+    return k >= 2;
+  };
+  while (!prime(n)) ++n;
+  return n;
+}
+
+}  // namespace
+
+Handle open_dataset(hid_t loc, const std::string& name, const std::string& file, size_t chunk_cache_bytes) {
   const std::string what = "cannot open dataset '" + name + "'";
   // H5Lexists fails (rather than saying no) for a path whose group is missing.
   const htri_t exists = H5Lexists(loc, name.c_str(), H5P_DEFAULT);
@@ -253,7 +278,15 @@ Handle open_dataset(hid_t loc, const std::string& name, const std::string& file)
     H5Eclear2(H5E_DEFAULT);
     throw Error("dataset '" + name + "' is missing", file, name);
   }
-  return Handle(check_id(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), what, file, name), H5Dclose);
+  Handle dset(check_id(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), what, file, name), H5Dclose);
+  const size_t chunk = chunk_cache_bytes > 0 ? chunk_bytes(dset.get(), what, file, name) : 0;
+  if (chunk == 0) return dset;
+  // The cache is set when a dataset is opened, and sizing it needs the chunk: open again.
+  Handle dapl(check_id(H5Pcreate(H5P_DATASET_ACCESS), what, file, name), H5Pclose);
+  const size_t slots = next_prime(100 * std::max<size_t>(1, chunk_cache_bytes / chunk));
+  check(H5Pset_chunk_cache(dapl.get(), slots, chunk_cache_bytes, H5D_CHUNK_CACHE_W0_DEFAULT), what, file, name);
+  dset.reset();
+  return Handle(check_id(H5Dopen2(loc, name.c_str(), dapl.get()), what, file, name), H5Dclose);
 }
 
 namespace {

@@ -30,6 +30,7 @@ struct ShardReader::Impl {
   std::unordered_map<std::string, int64_t> by_name;
   std::vector<int64_t> node_off, edge_off, config_off, config_node_off, packed_off, split_off;
   mutable std::unordered_map<std::string, h5::Handle> dsets;  // opened on first use
+  size_t config_cache_bytes = 0;  // node_config_packed's chunk cache; 0: HDF5's default
 
   hid_t dataset(const std::string& name) const;
   int dims(const std::string& name, hsize_t d[2]) const {
@@ -74,7 +75,8 @@ struct ShardReader::Impl {
 hid_t ShardReader::Impl::dataset(const std::string& name) const {
   auto it = dsets.find(name);
   if (it != dsets.end()) return it->second.get();
-  return dsets.emplace(name, h5::open_dataset(file.get(), name, path)).first->second.get();
+  const size_t cache = name == "node_config_packed" ? config_cache_bytes : 0;
+  return dsets.emplace(name, h5::open_dataset(file.get(), name, path, cache)).first->second.get();
 }
 
 // One H5Dread per run: a union of many hyperslabs costs quadratic time to build. Runs that
@@ -328,6 +330,11 @@ std::vector<Run> runs_of(const std::vector<int64_t>& wanted) {
 }
 
 }  // namespace
+
+void ShardReader::set_config_cache_bytes(size_t bytes) {
+  impl_->config_cache_bytes = bytes;
+  impl_->dsets.erase("node_config_packed");  // reopened with the new cache on next use
+}
 
 ConfigRows ShardReader::read_configs(int64_t i, const std::vector<int64_t>& config_indices) const {
   const Impl& m = *impl_;

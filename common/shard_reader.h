@@ -60,6 +60,10 @@ class ShardReader {
   // Only the rows of the given configs (any order, repeats allowed), read with
   // hyperslab selections: a slate of a 100k-config graph costs only its chunks.
   ConfigRows read_configs(int64_t i, const std::vector<int64_t>& config_indices) const;
+  // Layout shards: keep up to `bytes` of inflated node_config_packed chunks in memory
+  // (HDF5's chunk cache), so that slates drawn again from the same chunks do not inflate
+  // them again. 0: HDF5's default (1 MiB). Takes effect on the next read_configs.
+  void set_config_cache_bytes(size_t bytes);
 
  private:
   struct Impl;

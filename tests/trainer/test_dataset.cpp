@@ -290,6 +290,24 @@ TEST(GraphSet, LayoutWithConfigsReturnsExactlyTheRequestedRows) {
   EXPECT_THROW(set.graph(3), Error);
 }
 
+// The config cache changes where rows come from, never which: the same slates before and
+// after it is set (the reader reopens its dataset with the cache), and with it set first.
+TEST(GraphSet, ConfigCacheReturnsTheSameRows) {
+  ProcessedDir pd;
+  auto train = [](const ManifestGraph& m) { return m.split == "train"; };
+  GraphSet set(pd.dir.path(), kLayout, train);
+  const std::vector<int64_t> pick = {39, 2, 17, 2, 0};
+  const auto before = set.with_configs(0, pick).node_config_packed;
+  set.set_config_cache_mb(1);
+  for (int round = 0; round < 2; ++round) {  // the second round reads from the cache
+    EXPECT_EQ(set.with_configs(0, pick).node_config_packed, before);
+    EXPECT_EQ(set.slate(1, {6, 0, 3}).graph->node_config_packed, packed_rows(pd.layout_train[1], {6, 0, 3}));
+  }
+  GraphSet cached_first(pd.dir.path(), kLayout, train);
+  cached_first.set_config_cache_mb(0.01);
+  EXPECT_EQ(cached_first.with_configs(0, pick).node_config_packed, packed_rows(pd.layout_train[0], pick));
+}
+
 TEST(GraphSet, TileConfigsAreCompleteInMemory) {
   ProcessedDir pd;
   GraphSet set(pd.dir.path(), kTile, [](const ManifestGraph&) { return true; });

@@ -70,6 +70,42 @@ TEST(Hdf5Chunk, DirectChunksReadBackThroughHdf5Filters) {
   }
 }
 
+// open_dataset's chunk cache: the bytes asked for, ~100 hash slots per chunk that fits (a
+// prime), and the same rows read through it; HDF5's default cache without it.
+TEST(Hdf5Chunk, OpenWithAChunkCacheSizesItByTheChunk) {
+  TempDir dir("h5cache");
+  const std::string path = dir.file("c.h5");
+  const hsize_t chunk = 100, cols = 7, rows = 250;  // chunks of 2,800 bytes
+  const std::vector<float> v = values(rows * cols);
+  {
+    Dataset d = make_dataset(path, chunk, cols, 4);
+    h5::set_rows(d.dset.get(), rows, cols, path, "x");
+    ASSERT_GE(H5Dwrite(d.dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  }
+  h5::Handle file = h5::open_file_readonly(path);
+  auto cache_of = [&](hid_t dset) {
+    h5::Handle dapl(H5Dget_access_plist(dset), H5Pclose);
+    size_t slots = 0, bytes = 0;
+    double w0 = 0;
+    EXPECT_GE(H5Pget_chunk_cache(dapl.get(), &slots, &bytes, &w0), 0);
+    return std::make_pair(slots, bytes);
+  };
+  {
+    const h5::Handle cached = h5::open_dataset(file.get(), "x", path, 28000);  // 10 chunks
+    const auto [slots, bytes] = cache_of(cached.get());
+    EXPECT_EQ(bytes, 28000u);
+    EXPECT_GE(slots, 1000u);
+    EXPECT_LT(slots, 1100u);
+    for (size_t d = 2; d * d <= slots; ++d) EXPECT_NE(slots % d, 0u) << slots << " is not prime";
+    EXPECT_EQ(read_all(cached.get(), rows, cols, path), v);
+  }
+  // Closed first: HDF5 hands a second open of a dataset that is still open the first's cache.
+  const h5::Handle plain = h5::open_dataset(file.get(), "x", path);
+  EXPECT_EQ(cache_of(plain.get()).second, size_t{1} << 20);  // HDF5's default: 1 MiB
+  EXPECT_EQ(read_all(plain.get(), rows, cols, path), v);
+  EXPECT_THROW(h5::open_dataset(file.get(), "missing", path, 28000), Error);
+}
+
 TEST(Hdf5Chunk, WithoutDeflateTheStoredBytesAreHdf5s) {
   // Odd sizes and more than 360 words exercise fletcher32's odd byte and its folds.
   TempDir dir("h5chunk");

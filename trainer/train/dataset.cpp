@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <numeric>
+#include <set>
 
 #include "common/config_dims.h"
 #include "common/error.h"
@@ -201,6 +202,18 @@ ProcessedGraph GraphSet::with_configs(int64_t i, const std::vector<int64_t>& con
                 r.path(), "node_config_packed");
   out.node_config_packed = std::move(rows.node_config_packed);
   return out;
+}
+
+void GraphSet::set_config_cache_mb(double mb) {
+  if (kind_ != Kind::Layout) return;
+  std::set<std::string> shards;
+  for (const ManifestGraph& m : entries_) shards.insert(m.shard);
+  if (shards.empty()) return;
+  const auto per_shard = static_cast<size_t>(mb * 1024 * 1024 / static_cast<double>(shards.size()));
+  for (const std::string& shard : shards) {
+    reader(shard);  // opened if it is not yet
+    readers_.at(shard)->set_config_cache_bytes(per_shard);
+  }
 }
 
 GraphSlate GraphSet::slate(int64_t i, const std::vector<int64_t>& config_indices) const {

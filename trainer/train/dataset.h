@@ -72,6 +72,13 @@ class GraphSet {
   // The slate for make_batch; see GraphSlate. Indices must be in range.
   GraphSlate slate(int64_t i, const std::vector<int64_t>& config_indices) const;
 
+  // Layout sets: keep up to `mb` MiB of inflated config rows in memory, split evenly over
+  // the set's shards (ShardReader::set_config_cache_bytes). A training set draws slates
+  // from the same graphs every epoch, and without a cache each slate inflates a 64 KiB
+  // chunk per config it reads. 0: HDF5's default of 1 MiB per shard. Tile sets hold
+  // their rows already: no effect.
+  void set_config_cache_mb(double mb);
+
  private:
   const ShardReader& reader(const std::string& shard_file) const;
   void load(const Manifest& manifest, const Filter& keep, const std::string& label);

@@ -37,6 +37,7 @@ TrainSettings::TrainSettings(const Config& cfg)
       warmup_fraction(cfg.get_float("train.warmup_fraction")),
       grad_clip(cfg.get_float("train.grad_clip")),
       stall_timeout_s(cfg.get_float("train.stall_timeout_s")),
+      config_cache_mb(cfg.get_float("train.config_cache_mb")),
       seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
       tile_arch(cfg.get_string("model.tile.arch")),
       layout_arch(cfg.get_string("model.layout.arch")),

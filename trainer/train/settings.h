@@ -25,6 +25,7 @@ struct TrainSettings {
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
   double stall_timeout_s = 600;
+  double config_cache_mb = 256;  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
   uint64_t seed = 0;
   std::string tile_arch = "early_join_shape", layout_arch = "sage_shape";
