@@ -90,9 +90,10 @@ std::vector<ConfigKey>& schema_table() {
       {"train.layout_eval_chunk", T::Int, "128",
        "layout configs scored in one forward pass in evaluation and prediction (cross-config "
        "attention sees one chunk at a time)", 1, 1e7},
-      // Slates of 16 configs from the small bench tree's layout:xla:random graphs spent 12.5 of
-      // a 48 ms training step inflating chunks of config rows with HDF5's 1 MiB cache
-      // (tests/bench/RESULTS.md, the step trace); that tree's train rows inflate to 7 MB.
+      // With HDF5's 1 MiB cache, slates of 16 configs from the small bench tree's
+      // layout:xla:random graphs spent 12.6-13.3 ms of a 50 ms training step building the
+      // batch, mostly inflating 64 KiB chunks of config rows; with 256 MiB, 2.7-3.0 ms (the
+      // step trace at --log-level debug, 1 rank, 2026-11-26). That tree's rows inflate to 7 MB.
       {"train.config_cache_mb", T::Float, "256",
        "MiB of inflated layout config rows a rank keeps in memory for its train set (HDF5's "
        "chunk cache, split over the set's shards; 0: HDF5's default of 1 MiB per shard)", 0, 1e7},

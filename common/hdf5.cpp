@@ -247,6 +247,11 @@ Handle create_dataset(hid_t loc, const std::string& name, hid_t file_type, const
 
 namespace {
 
+size_t dataset_elem_size(hid_t dset, const std::string& what, const std::string& file, const std::string& name) {
+  Handle type(check_id(H5Dget_type(dset), what, file, name), H5Tclose);
+  return H5Tget_size(type.get());
+}
+
 // The bytes of one chunk of a chunked dataset, 0 for other layouts.
 size_t chunk_bytes(hid_t dset, const std::string& what, const std::string& file, const std::string& name) {
   Handle dcpl(check_id(H5Dget_create_plist(dset), what, file, name), H5Pclose);
@@ -254,8 +259,7 @@ size_t chunk_bytes(hid_t dset, const std::string& what, const std::string& file,
   hsize_t chunk[2] = {1, 1};
   const int rank = H5Pget_chunk(dcpl.get(), 2, chunk);
   if (rank < 1) check(-1, what, file, name);
-  Handle type(check_id(H5Dget_type(dset), what, file, name), H5Tclose);
-  return static_cast<size_t>(chunk[0] * (rank == 2 ? chunk[1] : 1)) * H5Tget_size(type.get());
+  return static_cast<size_t>(chunk[0] * (rank == 2 ? chunk[1] : 1)) * dataset_elem_size(dset, what, file, name);
 }
 
 size_t next_prime(size_t n) {
@@ -282,9 +286,14 @@ Handle open_dataset(hid_t loc, const std::string& name, const std::string& file,
   const size_t chunk = chunk_cache_bytes > 0 ? chunk_bytes(dset.get(), what, file, name) : 0;
   if (chunk == 0) return dset;
   // The cache is set when a dataset is opened, and sizing it needs the chunk: open again.
+  // No larger than the whole dataset inflated (its slots are allocated at the open).
+  hsize_t d[2];
+  const int rank = dataset_dims(dset.get(), d, file, name);
+  const size_t chunks_in_dataset = (static_cast<size_t>(d[0] * (rank == 2 ? d[1] : 1)) * dataset_elem_size(dset.get(), what, file, name) + chunk - 1) / chunk;
+  const size_t bytes = std::min(chunk_cache_bytes, std::max<size_t>(1, chunks_in_dataset) * chunk);
   Handle dapl(check_id(H5Pcreate(H5P_DATASET_ACCESS), what, file, name), H5Pclose);
-  const size_t slots = next_prime(100 * std::max<size_t>(1, chunk_cache_bytes / chunk));
-  check(H5Pset_chunk_cache(dapl.get(), slots, chunk_cache_bytes, H5D_CHUNK_CACHE_W0_DEFAULT), what, file, name);
+  const size_t slots = next_prime(100 * std::max<size_t>(1, bytes / chunk));
+  check(H5Pset_chunk_cache(dapl.get(), slots, bytes, H5D_CHUNK_CACHE_W0_DEFAULT), what, file, name);
   dset.reset();
   return Handle(check_id(H5Dopen2(loc, name.c_str(), dapl.get()), what, file, name), H5Dclose);
 }
@@ -302,6 +311,15 @@ int space_dims(hid_t space, hsize_t d[2], const std::string& file, const std::st
 }
 
 }  // namespace
+
+size_t chunk_cache_bytes(hid_t dset, const std::string& file, const std::string& name) {
+  const std::string what = "dataset '" + name + "': cannot read its chunk cache";
+  Handle dapl(check_id(H5Dget_access_plist(dset), what, file, name), H5Pclose);
+  size_t slots = 0, bytes = 0;
+  double w0 = 0;
+  check(H5Pget_chunk_cache(dapl.get(), &slots, &bytes, &w0), what, file, name);
+  return bytes;
+}
 
 int dataset_dims(hid_t dset, hsize_t d[2], const std::string& file, const std::string& name) {
   Handle space(check_id(H5Dget_space(dset), "cannot get the shape", file, name), H5Sclose);

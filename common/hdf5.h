@@ -107,11 +107,13 @@ struct DatasetLayout {
 Handle create_dataset(hid_t loc, const std::string& name, hid_t file_type,
                       const DatasetLayout& layout, const std::string& file);
 // Throws "dataset 'name' is missing" when there is none. chunk_cache_bytes > 0 gives the
-// dataset a chunk cache of that many bytes of inflated chunks (HDF5's default: 1 MiB), with
-// about 100 hash slots per chunk that fits, as HDF5's guide advises: a chunk whose slot is
-// taken evicts the other, so slots must far outnumber chunks. HDF5 gives a dataset that is
-// open already its first handle's cache: open it once.
+// dataset a chunk cache of that many bytes of inflated chunks, at most all of its chunks
+// (HDF5's default: 1 MiB), with about 100 hash slots per chunk that fits, as HDF5's guide
+// advises: a chunk whose slot is taken evicts the other, so slots must far outnumber
+// chunks. HDF5 gives a dataset that is open already its first handle's cache: open it once.
 Handle open_dataset(hid_t loc, const std::string& name, const std::string& file, size_t chunk_cache_bytes = 0);
+// The bytes of a dataset's chunk cache, as HDF5 reports them.
+size_t chunk_cache_bytes(hid_t dset, const std::string& file, const std::string& name);
 // The extent of a rank-1 or rank-2 dataset (d[1] = 1 for rank 1); returns the rank.
 int dataset_dims(hid_t dset, hsize_t d[2], const std::string& file, const std::string& name);
 // The byte size of a fixed-length string dataset's elements; throws for other types.

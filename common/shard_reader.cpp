@@ -336,6 +336,11 @@ void ShardReader::set_config_cache_bytes(size_t bytes) {
   impl_->dsets.erase("node_config_packed");  // reopened with the new cache on next use
 }
 
+size_t ShardReader::config_cache_bytes() const {
+  if (impl_->tile) return 0;
+  return h5::chunk_cache_bytes(impl_->dataset("node_config_packed"), impl_->path, "node_config_packed");
+}
+
 ConfigRows ShardReader::read_configs(int64_t i, const std::vector<int64_t>& config_indices) const {
   const Impl& m = *impl_;
   m.check_index(i);

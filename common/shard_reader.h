@@ -64,6 +64,9 @@ class ShardReader {
   // (HDF5's chunk cache), so that slates drawn again from the same chunks do not inflate
   // them again. 0: HDF5's default (1 MiB). Takes effect on the next read_configs.
   void set_config_cache_bytes(size_t bytes);
+  // What node_config_packed's chunk cache holds at most, as HDF5 reports it (opens the
+  // dataset); 0 for tile shards.
+  size_t config_cache_bytes() const;
 
  private:
   struct Impl;

@@ -290,21 +290,29 @@ TEST(GraphSet, LayoutWithConfigsReturnsExactlyTheRequestedRows) {
   EXPECT_THROW(set.graph(3), Error);
 }
 
-// The config cache changes where rows come from, never which: the same slates before and
-// after it is set (the reader reopens its dataset with the cache), and with it set first.
+// The config cache reaches HDF5 and changes where rows come from, never which: the same
+// slates before and after it is set (the reader reopens its dataset with the cache), and
+// with it set first. The fixture's config rows are a few chunks, less than HDF5's default
+// 1 MiB per shard, so a cache holding all of them reports less than the default.
 TEST(GraphSet, ConfigCacheReturnsTheSameRows) {
   ProcessedDir pd;
   auto train = [](const ManifestGraph& m) { return m.split == "train"; };
   GraphSet set(pd.dir.path(), kLayout, train);
   const std::vector<int64_t> pick = {39, 2, 17, 2, 0};
   const auto before = set.with_configs(0, pick).node_config_packed;
+  const int64_t hdf5_default = set.config_cache_bytes();
+  EXPECT_GT(hdf5_default, 0);
+  EXPECT_EQ(hdf5_default % (1 << 20), 0);
   set.set_config_cache_mb(1);
+  EXPECT_GT(set.config_cache_bytes(), 0);
+  EXPECT_LT(set.config_cache_bytes(), hdf5_default);
   for (int round = 0; round < 2; ++round) {  // the second round reads from the cache
     EXPECT_EQ(set.with_configs(0, pick).node_config_packed, before);
     EXPECT_EQ(set.slate(1, {6, 0, 3}).graph->node_config_packed, packed_rows(pd.layout_train[1], {6, 0, 3}));
   }
   GraphSet cached_first(pd.dir.path(), kLayout, train);
-  cached_first.set_config_cache_mb(0.01);
+  cached_first.set_config_cache_mb(0.01);  // raised to 1 MiB a shard, then capped at its rows
+  EXPECT_EQ(cached_first.config_cache_bytes(), set.config_cache_bytes());
   EXPECT_EQ(cached_first.with_configs(0, pick).node_config_packed, packed_rows(pd.layout_train[0], pick));
 }
 

@@ -204,16 +204,28 @@ ProcessedGraph GraphSet::with_configs(int64_t i, const std::vector<int64_t>& con
   return out;
 }
 
+std::set<std::string> GraphSet::shards() const {
+  std::set<std::string> out;
+  for (const ManifestGraph& m : entries_) out.insert(m.shard);
+  return out;
+}
+
 void GraphSet::set_config_cache_mb(double mb) {
-  if (kind_ != Kind::Layout) return;
-  std::set<std::string> shards;
-  for (const ManifestGraph& m : entries_) shards.insert(m.shard);
-  if (shards.empty()) return;
-  const auto per_shard = static_cast<size_t>(mb * 1024 * 1024 / static_cast<double>(shards.size()));
-  for (const std::string& shard : shards) {
+  if (kind_ != Kind::Layout || entries_.empty() || mb <= 0) return;
+  const std::set<std::string> all = shards();
+  // Never below HDF5's default of 1 MiB per shard: a share smaller than a chunk caches nothing.
+  constexpr double kMiB = 1024 * 1024;
+  const auto per_shard = static_cast<size_t>(std::max(kMiB, mb * kMiB / static_cast<double>(all.size())));
+  for (const std::string& shard : all) {
     reader(shard);  // opened if it is not yet
     readers_.at(shard)->set_config_cache_bytes(per_shard);
   }
+}
+
+int64_t GraphSet::config_cache_bytes() const {
+  int64_t sum = 0;
+  for (const std::string& shard : shards()) sum += static_cast<int64_t>(reader(shard).config_cache_bytes());
+  return sum;
 }
 
 GraphSlate GraphSet::slate(int64_t i, const std::vector<int64_t>& config_indices) const {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,9 +79,12 @@ class GraphSet {
   // chunk per config it reads. 0: HDF5's default of 1 MiB per shard. Tile sets hold
   // their rows already: no effect.
   void set_config_cache_mb(double mb);
+  // The chunk caches of the set's shards' config rows, summed, as HDF5 reports them.
+  int64_t config_cache_bytes() const;
 
  private:
   const ShardReader& reader(const std::string& shard_file) const;
+  std::set<std::string> shards() const;  // the shard files of the set's graphs
   void load(const Manifest& manifest, const Filter& keep, const std::string& label);
   ProcessedGraph load_graph(const ManifestGraph& m) const;
   void check_index(int64_t i) const;

@@ -75,9 +75,9 @@ std::string StepPhases::summary(int64_t steps) const {
 std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, const GraphSet& train,
                                  const SlateSampler& sampler, int64_t epoch, int64_t step, int rank, int size,
                                  GradientReducer& reducer, FusedAdamW& opt, StepPhases& phases) {
+  opt.zero_grad();
   const auto build_start = Clock::now();
   const std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
-  opt.zero_grad();
   std::array<double, 4> stats{0, 0, 0, 0};
   // One forward and backward per batch of graphs of similar slate width (a batch pads
   // every graph to its widest slate); the gradients add up to those of the rank's loss.
