@@ -552,18 +552,21 @@ ANCHOR_NOTES = [
     "LibTorch op over the whole tensor (its op profile above: gelu_backward, mul, add, copy_, layer norm, "
     "index_select and index_add_ together outweigh mm).",
     "- Small matmuls. tpuperf's width-32 kernels (register-blocked, no packing) run at a fraction of the "
-    "sgemm rate: rows of 32 or 96 floats give each loaded value few multiply-adds. They take about a fifth "
-    "of its samples; the reference's OpenBLAS calls pack their operands first (the *copy_COOPERLAKE "
-    "routines in its profile).",
+    "sgemm rate: rows of 32 or 96 floats give each loaded value few multiply-adds. They take a fifth to "
+    "more than a quarter of its samples; the reference's OpenBLAS calls pack their operands first (the "
+    "*copy_COOPERLAKE routines in its profile).",
     "- Fixed per-op and per-step costs: LibTorch's dispatcher, autograd engine and allocator for every op "
     "(the LibTorch and malloc/page-fault shares; the reference adds the Python interpreter), and the "
     "readout, attention, loss and optimizer on small tensors.",
-    "- Layout in tpuperf only: the config values' embedding goes through LibTorch's EmbeddingBag, whose "
-    "backward sorts the indices and scatters rows one by one: in the call-graph shares above it is the "
-    "largest single part of tpuperf's layout steps after the SAGE blocks (the reference replaces it with "
-    "a one-hot matmul, a GEMM; see its ablation). Reading and inflating each slate's config rows from the "
-    "HDF5 shard inside the step (the reference holds them in memory) is small by comparison; the HDF5 and "
-    "zlib share of the flat profile is mostly the loading at start-up.",
+    "- Layout's config rows. Both tools embed the config values as a one-hot matmul (a GEMM: the "
+    "EmbeddingBag backward that took 20-40% of tpuperf's layout steps in the profile of 2026-11-25 is "
+    "gone). tpuperf reads each slate's rows from the HDF5 shard inside the step (the reference holds them "
+    "in memory), now through a chunk cache of inflated rows (`train.config_cache_mb`). The call-graph "
+    "profile gives reading them 2-3% of the steps both before and after the cache, but the step trace "
+    "(wall clock around batch building, `--log-level debug`) measured 12.6-13.3 ms of a ~50 ms "
+    "layout:xla:random step before it and 2.7-3.0 ms after, 1 rank, on 2026-11-26: the trace is the direct "
+    "measurement; the profile's attribution depends on unwinding the stack through HDF5's and zlib's "
+    "frames.",
     "",
 ]
 
@@ -718,11 +721,13 @@ if tp:
               + " to it by wall time (ablation below), most of what tpuperf's kernels gained over the plain "
               "version; both sides embed the layout config values as a one-hot matmul. What is left to tpuperf "
               "is fusion (one pass per SAGE linear and per GELU/dropout/residual/LayerNorm epilogue, where the "
-              "reference runs a LibTorch op per step of the formula) and its width-32 matmul kernels. The "
-              "remaining per-op LibTorch costs around the fused kernels (encoder, readout, attention, loss) and "
-              "the per-step reads of config rows from the shard are what would close the gap (issue #19 step 2: "
-              "kernel work, not done here). The per-CPU-second columns and the ablation's CPU-time factors are "
-              "the figures least disturbed by other jobs."]
+              "reference runs a LibTorch op per step of the formula), its width-32 matmul kernels and, on layout, "
+              "a chunk cache of inflated config rows (`train.config_cache_mb`: by the step trace of "
+              "2026-11-26, 1 rank, layout:xla:random, batch building fell from 12.6-13.3 to 2.7-3.0 ms of a "
+              "step of about 50 ms). The remaining per-op "
+              "LibTorch costs around the fused kernels (encoder, readout, attention, loss) are what would close "
+              "tile's gap (issue #19 step 2: more kernel work, not done). The per-CPU-second columns and the "
+              "ablation's CPU-time factors are the figures least disturbed by other jobs."]
     if ablation:
         labels = {
             "--no-split": "tile's first block split (forward_split)",
@@ -798,8 +803,8 @@ if tp:
               "updates are about lr x the sign of the gradient for gradients near zero: the plain reference "
               "of before showed the same size (1.8e-02 to 2.7e-02 on tile), while the losses agree to 1e-7. Where the "
               "reference differs it is favoured: it keeps every layout config row in memory (tpuperf "
-              "reads each slate's rows from the HDF5 shard inside the step) and draws an epoch's "
-              "slates before its clock starts.", ""]
+              "reads each slate's rows from the HDF5 shard inside the step, through its chunk cache of "
+              "inflated rows) and draws an epoch's slates before its clock starts.", ""]
 
 if anchor and tp:
     pk = anchor["peak"]
