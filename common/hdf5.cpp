@@ -247,21 +247,6 @@ Handle create_dataset(hid_t loc, const std::string& name, hid_t file_type, const
 
 namespace {
 
-size_t dataset_elem_size(hid_t dset, const std::string& what, const std::string& file, const std::string& name) {
-  Handle type(check_id(H5Dget_type(dset), what, file, name), H5Tclose);
-  return H5Tget_size(type.get());
-}
-
-// The bytes of one chunk of a chunked dataset, 0 for other layouts.
-size_t chunk_bytes(hid_t dset, const std::string& what, const std::string& file, const std::string& name) {
-  Handle dcpl(check_id(H5Dget_create_plist(dset), what, file, name), H5Pclose);
-  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
-  hsize_t chunk[2] = {1, 1};
-  const int rank = H5Pget_chunk(dcpl.get(), 2, chunk);
-  if (rank < 1) check(-1, what, file, name);
-  return static_cast<size_t>(chunk[0] * (rank == 2 ? chunk[1] : 1)) * dataset_elem_size(dset, what, file, name);
-}
-
 size_t next_prime(size_t n) {
   auto prime = [](size_t k) {
     for (size_t d = 2; d * d <= k; ++d)
@@ -270,6 +255,25 @@ size_t next_prime(size_t n) {
   };
   while (!prime(n)) ++n;
   return n;
+}
+
+// An access list giving the chunked dataset `dset` a chunk cache of `bytes`, at most all of
+// its chunks (their hash slots are allocated at the open); invalid for other layouts.
+Handle chunk_cache_access(hid_t dset, size_t bytes, const std::string& what, const std::string& file,
+                          const std::string& name) {
+  Handle dcpl(check_id(H5Dget_create_plist(dset), what, file, name), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return Handle();
+  hsize_t chunk[2] = {1, 1}, d[2];
+  if (H5Pget_chunk(dcpl.get(), 2, chunk) < 1) check(-1, what, file, name);
+  dataset_dims(dset, d, file, name);  // d[1] = 1 for rank 1, as chunk[1]
+  const size_t elem = H5Tget_size(dataset_type(dset, file, name).get());
+  const size_t chunk_bytes = static_cast<size_t>(chunk[0] * chunk[1]) * elem;
+  const size_t chunks = std::max<size_t>(1, (static_cast<size_t>(d[0] * d[1]) * elem + chunk_bytes - 1) / chunk_bytes);
+  bytes = std::min(bytes, chunks * chunk_bytes);
+  Handle dapl(check_id(H5Pcreate(H5P_DATASET_ACCESS), what, file, name), H5Pclose);
+  const size_t slots = next_prime(100 * std::max<size_t>(1, bytes / chunk_bytes));
+  check(H5Pset_chunk_cache(dapl.get(), slots, bytes, H5D_CHUNK_CACHE_W0_DEFAULT), what, file, name);
+  return dapl;
 }
 
 }  // namespace
@@ -283,17 +287,10 @@ Handle open_dataset(hid_t loc, const std::string& name, const std::string& file,
     throw Error("dataset '" + name + "' is missing", file, name);
   }
   Handle dset(check_id(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), what, file, name), H5Dclose);
-  const size_t chunk = chunk_cache_bytes > 0 ? chunk_bytes(dset.get(), what, file, name) : 0;
-  if (chunk == 0) return dset;
+  if (chunk_cache_bytes == 0) return dset;
   // The cache is set when a dataset is opened, and sizing it needs the chunk: open again.
-  // No larger than the whole dataset inflated (its slots are allocated at the open).
-  hsize_t d[2];
-  const int rank = dataset_dims(dset.get(), d, file, name);
-  const size_t chunks_in_dataset = (static_cast<size_t>(d[0] * (rank == 2 ? d[1] : 1)) * dataset_elem_size(dset.get(), what, file, name) + chunk - 1) / chunk;
-  const size_t bytes = std::min(chunk_cache_bytes, std::max<size_t>(1, chunks_in_dataset) * chunk);
-  Handle dapl(check_id(H5Pcreate(H5P_DATASET_ACCESS), what, file, name), H5Pclose);
-  const size_t slots = next_prime(100 * std::max<size_t>(1, bytes / chunk));
-  check(H5Pset_chunk_cache(dapl.get(), slots, bytes, H5D_CHUNK_CACHE_W0_DEFAULT), what, file, name);
+  const Handle dapl = chunk_cache_access(dset.get(), chunk_cache_bytes, what, file, name);
+  if (!dapl.valid()) return dset;
   dset.reset();
   return Handle(check_id(H5Dopen2(loc, name.c_str(), dapl.get()), what, file, name), H5Dclose);
 }

@@ -69,16 +69,16 @@ std::string StepPhases::summary(int64_t steps) const {
       static_cast<double>(batches) / n, static_cast<double>(run_slots) / n, padded);
 }
 
-// One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs,
-// seconds in the gradient all-reduce: mostly waiting for the group's slowest rank) and adds
-// its phases' times to `phases`.
-std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, const GraphSet& train,
+// One optimizer step of this rank's share; returns (loss sum over graphs, graphs, configs)
+// and adds its phases' times to `phases` (the all-reduce's: mostly waiting for the group's
+// slowest rank).
+std::array<double, 3> train_step(const TrainSettings& s, RankingModel& model, const GraphSet& train,
                                  const SlateSampler& sampler, int64_t epoch, int64_t step, int rank, int size,
                                  GradientReducer& reducer, FusedAdamW& opt, StepPhases& phases) {
   opt.zero_grad();
   const auto build_start = Clock::now();
   const std::vector<SlateDraw> draws = sampler.draw(epoch, step, rank, size);
-  std::array<double, 4> stats{0, 0, 0, 0};
+  std::array<double, 3> stats{0, 0, 0};
   // One forward and backward per batch of graphs of similar slate width (a batch pads
   // every graph to its widest slate); the gradients add up to those of the rank's loss.
   std::vector<Batch> batches;
@@ -108,8 +108,7 @@ std::array<double, 4> train_step(const TrainSettings& s, RankingModel& model, co
   fault_point("train.step");
   const auto sync_start = Clock::now();
   reducer.allreduce();
-  stats[3] = seconds_since(sync_start);
-  phases.allreduce_s += stats[3];
+  phases.allreduce_s += seconds_since(sync_start);
   const auto opt_start = Clock::now();
   opt.clip_and_step(s.grad_clip);
   phases.optimizer_s += seconds_since(opt_start);
@@ -184,11 +183,12 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
       for (auto& group_opts : opt.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group_opts.options()).lr(learning_rate(s, meta.step, total));
       auto st = train_step(s, *model, train, sampler, epoch, step, rank, size, reducer, opt, phases);
-      for (int i = 0; i < 4; ++i) sums[i] += st[i];
+      for (int i = 0; i < 3; ++i) sums[i] += st[i];
       progress.tick(0);
     }
     double seconds = progress.elapsed_s();
     spdlog::debug("{} epoch {}/{}: {}", label, epoch + 1, s.epochs, phases.summary(spe));
+    sums[3] = phases.allreduce_s;
     allreduce_doubles(sums, group);
     double loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
     double oof = group_metric(s, *model, data.oof, "oof", fold, group).mean();
