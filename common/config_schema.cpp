@@ -75,6 +75,12 @@ std::vector<ConfigKey>& schema_table() {
       {"train.layout_min_steps_per_epoch", T::Int, "20",
        "floor on the steps of a layout epoch that is one pass over the train graphs (steps_per_epoch 0)", 1,
        1e9},
+      // The nlp collections' cv still rose from 20 to 40 steps (0.416 -> 0.446 nlp:default,
+      // 0.699 -> 0.705 nlp:random) where the xla ones level off at 20 (RESULTS.md, "Time to
+      // quality", 2026-11-26).
+      {"train.min_steps_per_epoch_by_collection", T::StringList,
+       "[layout:nlp:random=40, layout:nlp:default=40]",
+       "per-collection floors (collection=steps) that replace the kind's min_steps_per_epoch"},
       {"train.tile_slate", T::Int, "32", "configs per tile graph in a step", 2, 4096},
       {"train.layout_slate", T::Int, "16", "configs per layout graph in a step", 2, 4096},
       {"train.eval_max_configs", T::Int, "1000",
@@ -112,7 +118,10 @@ std::vector<ConfigKey>& schema_table() {
       {"model.tile.attention_heads", T::Int, "0",
        "tile model cross-config attention heads (0: off; must divide hidden)", 0, 64},
       {"model.tile.opcode_dim", T::Int, "32", "tile model opcode embedding width", 1, 4096},
-      {"model.layout.arch", T::String, "sage_shape", "layout model architecture"},
+      // sage_shape_context against sage_shape on the bench tree (RESULTS.md, "Layout
+      // architectures", 2026-11-26): cv +0.017 over the four layout collections, and within
+      // one graph the real layout module 0.35 against 0.29 over 3 splits.
+      {"model.layout.arch", T::String, "sage_shape_context", "layout model architecture"},
       {"model.layout.hidden", T::Int, "64", "layout model width", 4, 4096},
       {"model.layout.layers", T::Int, "3", "layout model SAGE blocks", 0, 64},
       {"model.layout.dropout", T::Float, "0.1", "layout model dropout", 0, 0.9},

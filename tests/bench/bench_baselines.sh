@@ -15,10 +15,11 @@
 #           empty valid/, test/ the held-out configs with zeroed runtimes), preprocessed with
 #           preprocess.folds=1 (the one fold model trains on every train config; no out-of-
 #           fold or valid score, so the last epoch is kept), trained with the schema's
-#           defaults except train.{tile,layout}_steps_per_epoch = max(the schema's
-#           train.{tile,layout}_min_steps_per_epoch, ceil(train configs / (graphs_per_step x
-#           slate))) (one pass over the train configs per epoch; the default, one pass over
-#           the train *graphs*, is one step per epoch for one graph, raised to the floor),
+#           defaults except each collection's floor on the steps of an epoch,
+#           train.min_steps_per_epoch_by_collection, = max(its default floor, ceil(train
+#           configs / (graphs_per_step x slate))) (one pass over the train configs per epoch;
+#           the default, one pass over the train *graphs*, is one step per epoch for one
+#           graph, raised to the floor),
 #           and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes.
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
@@ -94,8 +95,6 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
 # stdin from /dev/null: mpirun forwards stdin to rank 0 and would eat a loop's input.
 mpi() { local np=$1; shift; $NICE mpirun --bind-to none --oversubscribe -np "$np" "$@" < /dev/null; }
 stamp() { date -u '+%Y-%m-%d %H:%M UTC'; }
-# The schema's floor on a one-pass epoch of a kind (tile or layout), from tpuperf-train itself.
-min_steps() { "$BIN/tpuperf-train" --help-config | sed -nE "s/^ *train\.$1_min_steps_per_epoch \(int, default ([0-9]+)\)$/\1/p"; }
 echo "baselines bench started $(stamp); load: $(uptime)"
 T_START=$(now)
 
@@ -234,22 +233,29 @@ PY
   echo "gen-0 [layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default,tile:xla]" >> "$WORK/within/tasks.txt"
   for i in $(seq 1 $((ti - 1))); do echo "gen-$i [tile:xla]" >> "$WORK/within/tasks.txt"; done
   while read -r tree colls <&3; do
-    # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step).
-    read -r tsteps lsteps < <($PY - "$WORK/within/$tree" "$(min_steps tile)" "$(min_steps layout)" <<'PY'
-import glob, json, math, sys
-steps = {"tile": int(sys.argv[2]), "layout": int(sys.argv[3])}
-for f in glob.glob(f"{sys.argv[1]}/split-*.json"):
+    # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step),
+    # at least the collection's default floor; given as each collection's floor, since a
+    # one-pass epoch over the tree's one graph is one step.
+    floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" <<'PY'
+import glob, json, math, re, sys
+def default(key):
+    return re.search(r"^ *%s \([a-z]+, default ([^)]*)\)$" % re.escape(key), sys.argv[2], flags=re.M).group(1)
+own = dict(e.strip().split("=") for e in default("train.min_steps_per_epoch_by_collection").strip("[]").split(",")
+           if "=" in e)
+floors = []
+for f in sorted(glob.glob(f"{sys.argv[1]}/split-*.json")):
     s = json.load(open(f))
-    kind = "tile" if s["collection"].startswith("tile") else "layout"
-    slate = 32 if kind == "tile" else 16
-    steps[kind] = max(steps[kind], math.ceil(s["train"] / (8 * slate)))
-print(steps["tile"], steps["layout"])
+    c = s["collection"]
+    kind = "tile" if c.startswith("tile") else "layout"
+    floor = int(own.get(c, default(f"train.{kind}_min_steps_per_epoch")))
+    slate = int(default(f"train.{kind}_slate"))
+    floors.append(f"{c}={max(floor, math.ceil(s['train'] / (8 * slate)))}")
+print("[" + ", ".join(floors) + "]")
 PY
 )
-    echo "-- $tree $colls (tile steps/epoch $tsteps, layout $lsteps)"
+    echo "-- $tree $colls (steps per epoch $floors)"
     run_tpuperf "within-$tree" "$WORK/within/$tree" "$colls" --set preprocess.folds=1 \
-      --set train.tile_steps_per_epoch="$tsteps" --set train.layout_steps_per_epoch="$lsteps" \
-      --set output.tile_keep_default=false
+      --set train.min_steps_per_epoch_by_collection="$floors" --set output.tile_keep_default=false
     for c in $(echo "$colls" | tr -d '[]' | tr , ' '); do
       imp=()
       [[ $tree == gen-0 || $tree == real-0 ]] && imp=(--importances)

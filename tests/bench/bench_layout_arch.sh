@@ -10,7 +10,8 @@
 # validation figures (fold ensemble, cv = mean out-of-fold score of the best epochs).
 #
 # Usage: bench_layout_arch.sh [BIN_DIR]     (default: <repo>/build/bin)
-# Environment: ARCHS (default "sage sage_config_pool sage_shape"); TPUPERF_BENCH_DIR (default
+# Environment: ARCHS (default "sage sage_config_pool sage_shape
+#   sage_shape_context"); TPUPERF_BENCH_DIR (default
 #   /tmp/tpuperf-bench); TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw); RESULTS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +21,7 @@ CACHE=${TPUPERF_BENCH_DIR:-/tmp/tpuperf-bench}
 GEN=${TPUPERF_BENCH_RAW:-$CACHE/raw}
 WORK=$CACHE/layout-arch
 RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
-ARCHS=${ARCHS:-sage sage_config_pool sage_shape}
+ARCHS=${ARCHS:-sage sage_config_pool sage_shape sage_shape_context}
 COLLS="[layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default]"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi() { local n=$1; shift; mpirun --bind-to none --oversubscribe -np "$n" "$@"; }
@@ -105,7 +106,9 @@ lines += ["", "sage pools each config's node states per graph by mean and max ov
           "(trainer/models/layout_sage.cpp), whose share of an all-node mean shrinks as graphs grow; "
           "sage_shape is sage_config_pool with the layouts' shape features (minor dims, padding, waste: "
           "trainer/models/shape_features.h) in its config embedding and a wide term summed over the "
-          "configurable nodes. Every run here has the same 8 x 20 steps, so the differences are the "
+          "configurable nodes, its per-node weights computed from the node's own state; "
+          "sage_shape_context computes them from the node's config-free state after the SAGE blocks "
+          "(its neighbourhood). Every run here has the same 8 x 20 steps, so the differences are the "
           "architectures'.", ""]
 replace_section(results, "Layout architectures", "\n".join(lines))
 print("\n".join(lines))

@@ -6,9 +6,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/config.h"
@@ -158,6 +160,53 @@ void check_split_block(int64_t H) {
 }
 
 // H = 8 takes the kernels' generic paths, H = 32 the vector ones.
+// Two configurable nodes with the same features and config dims, A consuming node 0 and B
+// node 3 (other features): swapping their layouts changes the wide term of
+// sage_shape_context, whose weights read each node's neighbourhood, and not sage_shape's,
+// whose weights read the node alone. Only the wide term scores: the readout's score layer
+// is zeroed.
+double wide_term_swap_difference(const std::string& arch_name) {
+  const ModelArch* arch = nullptr;
+  for (const auto& a : model_archs())
+    if (a.name == arch_name) arch = &a;
+  EXPECT_NE(arch, nullptr) << arch_name;
+  ProcessedGraph g;
+  g.collection = "layout:xla:random";
+  g.name = "twins";
+  g.num_nodes = 6;
+  g.num_node_feat = static_cast<int>(kFeat);
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal;
+  for (int64_t i = 0; i < g.num_nodes * kFeat; ++i) g.node_feat.push_back(normal(rng));
+  for (int64_t f = 0; f < kFeat; ++f) g.node_feat[4 * kFeat + f] = g.node_feat[1 * kFeat + f];  // B = A
+  g.node_opcode = {5, 26, 7, 9, 26, 11};
+  g.edge_index = {1, 0, 2, 1, 4, 3, 5, 4};  // (consumer, producer) pairs
+  g.node_config_ids = {1, 4};
+  int8_t x[kLayoutConfigDim], y[kLayoutConfigDim];
+  for (int i = 0; i < kLayoutConfigDim; ++i) x[i] = static_cast<int8_t>(i % 3), y[i] = static_cast<int8_t>(2 - i % 3);
+  g.node_config_packed = {pack_layout_values(x), pack_layout_values(y), pack_layout_values(y), pack_layout_values(x)};
+  g.config_runtime = {1000, 2000};
+  g.config_dims.assign(2 * 18, 0);
+  for (int node = 0; node < 2; ++node)
+    for (int t = 0; t < 3; ++t)
+      for (int d = 0; d < 3; ++d) g.config_dims[static_cast<size_t>(node * 18 + t * 6 + d)] = 16 + 100 * d + t;
+  g.has_config_dims = true;
+  auto model = model_of(*arch, kFeat, small_options(0));
+  model->eval();
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) {
+    if (p.key().find("readout.score") == 0) p.value().zero_();
+    if (p.key().find("wide.") == 0) p.value().normal_();
+  }
+  const auto scores = model->forward(make_batch(Kind::Layout, {&g}, {{0, 1}}));
+  return std::abs(scores[0][0].item<double>() - scores[0][1].item<double>());
+}
+
+TEST_F(Models, ContextWideTermTellsEqualNodesInDifferentPlacesApart) {
+  EXPECT_LT(wide_term_swap_difference("sage_shape"), 1e-5);
+  EXPECT_GT(wide_term_swap_difference("sage_shape_context"), 1e-3);
+}
+
 TEST_F(Models, SplitSageBlockEqualsPlainBlockOnSummedStates) {
   for (int64_t H : {8, 32}) check_split_block(H);
 }

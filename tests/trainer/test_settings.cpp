@@ -22,17 +22,44 @@ TrainSettings settings_of(std::vector<std::string> overrides) {
 }
 
 TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
-  const TrainSettings s = settings_of({});
-  EXPECT_EQ(s.steps_per_epoch(Kind::Layout, 1), 20);    // 6 graphs, 8 per step: one step
-  EXPECT_EQ(s.steps_per_epoch(Kind::Tile, 5), 60);      // the bench tree's tile fold
-  EXPECT_EQ(s.steps_per_epoch(Kind::Tile, 714), 714);   // the release's tile pass
-  const TrainSettings floor5 = settings_of({"train.layout_min_steps_per_epoch=5"});
-  EXPECT_EQ(floor5.steps_per_epoch(Kind::Layout, 2), 5);
-  EXPECT_EQ(floor5.steps_per_epoch(Kind::Layout, 26), 26);
-  EXPECT_EQ(floor5.steps_per_epoch(Kind::Tile, 2), 60);
-  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch(Kind::Tile, 2), 7);
+  const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1), 20);  // 6 graphs, 8 per step: one step
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5), 60);           // the bench tree's tile fold
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 714), 714);        // the release's tile pass
+  const TrainSettings floor5 =
+      settings_of({"train.layout_min_steps_per_epoch=5", "train.min_steps_per_epoch_by_collection=[]"});
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2), 5);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26), 26);
+  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2), 60);
+  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch("tile:xla", 2), 7);
   EXPECT_THROW(settings_of({"train.layout_min_steps_per_epoch=0"}), Error);
   EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
+}
+
+TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
+  const TrainSettings s = settings_of({});  // the nlp collections' floor is 40 by default
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57), 57);  // a longer pass still wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1), 20);
+  const TrainSettings own = settings_of(
+      {"train.min_steps_per_epoch_by_collection=[tile:xla=3, layout:xla:default=9]", "train.layout_min_steps_per_epoch=5"});
+  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1), 3);  // below the kind's floor too
+  EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1), 9);
+  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1), 5);  // the list replaced the default one
+  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=4"}).steps_per_epoch("layout:nlp:default", 1), 4);
+}
+
+TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
+  for (const char* bad : {"[layout:nlp:random]", "[layout:nlp:random=0]", "[layout:nlp:random=4x]",
+                          "[layout:nlp:fast=40]", "[tile:xla=2, tile:xla=3]"}) {
+    try {
+      settings_of({std::string("train.min_steps_per_epoch_by_collection=") + bad});
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("train.min_steps_per_epoch_by_collection"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(TrainSettings, LossPerKind) {
@@ -56,14 +83,14 @@ TEST(TrainSettings, LossPerKind) {
 
 TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {
   const TrainSettings s = settings_of({"train.steps_per_epoch=3", "train.tile_steps_per_epoch=7"});
-  EXPECT_EQ(s.steps_per_epoch(Kind::Tile, 500), 7);
-  EXPECT_EQ(s.steps_per_epoch(Kind::Layout, 500), 3);
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 500), 7);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 500), 3);
 }
 
 TEST(TrainSettings, DefaultModelsAreTheShapeAwareOnes) {
   const TrainSettings s = settings_of({});
   EXPECT_EQ(s.tile_arch, "early_join_shape");
-  EXPECT_EQ(s.layout_arch, "sage_shape");
+  EXPECT_EQ(s.layout_arch, "sage_shape_context");
   EXPECT_EQ(settings_of({"model.layout.arch=sage"}).layout_arch, "sage");
 }
 

@@ -15,6 +15,11 @@
 // on such sums ranks real layouts better than a mean pool of deep states can (the
 // Baselines section of tests/bench/RESULTS.md); A starts at zero, so training starts from
 // the deep model.
+// sage_shape_context is sage_shape whose A reads the node's config-free state after the SAGE
+// blocks (one more pass of the blocks over the graph without configs: 1/S of their cost)
+// instead of its own features: two convolutions of one shape in different places of the
+// graph then weigh their layouts apart, as a flat model's one-hot of (node, value) does
+// within one graph.
 #include "trainer/models/blocks.h"
 #include "trainer/models/registry.h"
 #include "trainer/models/shape_features.h"
@@ -27,8 +32,9 @@ namespace {
 
 class LayoutSage : public RankingModel {
  public:
-  LayoutSage(int64_t num_node_feat, const ModelOptions& opts, bool pool_config, bool shape)
+  LayoutSage(int64_t num_node_feat, const ModelOptions& opts, bool pool_config, bool shape, bool wide_context)
       : pool_config(pool_config),
+        wide_context(wide_context),
         fused(opts.fused),
         encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
         // Sum of one learned vector per (position, value): the same as a linear layer over
@@ -65,16 +71,23 @@ class LayoutSage : public RankingModel {
     if (!pool_config) return readout(x, batch);
     const auto pooled = torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(x, batch, fused)}, -1);
     auto scores = readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
-    if (wide && M > 0) scores = scores + wide_cost(base, batch);
+    if (wide && M > 0) scores = scores + wide_cost(wide_context ? context_state(base, graph) : base, batch);
     return scores;
   }
 
+  // N x H: the nodes' config-free states after the SAGE blocks.
+  torch::Tensor context_state(const torch::Tensor& base, const BatchGraph& graph) {
+    auto x = base.unsqueeze(0);
+    for (auto& block : blocks) x = block->forward(x, graph);
+    return x.squeeze(0);
+  }
+
   // G x S: per graph, the sum over its configurable nodes of <wide(node state), [shape
-  // features, one-hot values]> of each slot's config.
-  torch::Tensor wide_cost(const torch::Tensor& base, const Batch& batch) {
+  // features, one-hot values]> of each slot's config; `state` is N x H.
+  torch::Tensor wide_cost(const torch::Tensor& state, const Batch& batch) {
     const int64_t S = batch.slate, M = batch.config_node.size(0), G = batch.num_graphs;
     const auto& shape_feat = require_config_shape(batch, "sage_shape");
-    const auto weights = wide(base.index_select(0, batch.config_node));  // M x (F + 126)
+    const auto weights = wide(state.index_select(0, batch.config_node));  // M x (F + 126)
     const auto w_shape = weights.narrow(1, 0, kLayoutShapeFeat);
     const auto w_values = weights.narrow(1, kLayoutShapeFeat, kLayoutConfigDim * kLayoutLevels);
     // <w, one-hot of the 18 values> is the sum of the 18 weights the values pick: a gather
@@ -99,6 +112,7 @@ class LayoutSage : public RankingModel {
   }
 
   bool pool_config;
+  bool wide_context;  // sage_shape_context: the wide weights from context_state
   bool fused;  // model.fused: the kernels' path, or the plain definition
   NodeEncoder encoder{nullptr};
   torch::nn::EmbeddingBag config_embed{nullptr};
@@ -111,15 +125,19 @@ class LayoutSage : public RankingModel {
 }  // namespace
 
 ModelPtr make_layout_sage(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, false, false);
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, false, false, false);
 }
 
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, false);
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, false, false);
 }
 
 ModelPtr make_layout_sage_shape(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, true);
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, true, false);
+}
+
+ModelPtr make_layout_sage_shape_context(const ModelSpec& spec) {
+  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, true, true);
 }
 
 }  // namespace tpuperf

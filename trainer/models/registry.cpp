@@ -12,6 +12,7 @@ ModelPtr make_tile_late_join(const ModelSpec& spec);
 ModelPtr make_layout_sage(const ModelSpec& spec);
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec);
 ModelPtr make_layout_sage_shape(const ModelSpec& spec);
+ModelPtr make_layout_sage_shape_context(const ModelSpec& spec);
 
 const std::vector<ModelArch>& model_archs() {
   static const std::vector<ModelArch> archs = {
@@ -30,6 +31,9 @@ const std::vector<ModelArch>& model_archs() {
       {"sage_shape", Kind::Layout,
        "sage_config_pool whose config embedding also sees each layout's minor dims, padding and waste",
        make_layout_sage_shape},
+      {"sage_shape_context", Kind::Layout,
+       "sage_shape whose per-node layout cost weights read the node's neighbourhood, not only its own features",
+       make_layout_sage_shape_context},
   };
   return archs;
 }

@@ -1,5 +1,7 @@
 #include "trainer/train/settings.h"
 
+#include <cstdlib>
+
 #include "common/error.h"
 #include "common/collection.h"
 #include "trainer/models/registry.h"
@@ -17,6 +19,28 @@ ModelOptions model_options(const Config& cfg, const std::string& prefix) {
   o.attention_heads = cfg.get_int(prefix + "attention_heads");
   o.fused = cfg.get_bool("model.fused");
   return o;
+}
+
+// "layout:nlp:random=40" -> {"layout:nlp:random", 40}; Error naming the key on a bad entry.
+std::map<std::string, int64_t> collection_floors(const std::vector<std::string>& entries, const std::string& key) {
+  std::map<std::string, int64_t> floors;
+  for (const auto& entry : entries) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) throw Error("expected collection=steps, got '" + entry + "'", "", key);
+    std::string id;
+    try {
+      id = Collection::parse(entry.substr(0, eq)).id();
+    } catch (const Error& e) {
+      throw Error(std::string("in '") + entry + "': " + e.what(), "", key);
+    }
+    const std::string steps = entry.substr(eq + 1);
+    char* end = nullptr;
+    const long long n = std::strtoll(steps.c_str(), &end, 10);
+    if (steps.empty() || *end != '\0' || n < 1)
+      throw Error("steps of '" + entry + "' must be an integer of at least 1", "", key);
+    if (!floors.emplace(id, n).second) throw Error(id + " is given twice", "", key);
+  }
+  return floors;
 }
 
 }  // namespace
@@ -50,6 +74,8 @@ TrainSettings::TrainSettings(const Config& cfg)
   layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
   tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
   layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
+  collection_min_steps = collection_floors(cfg.get_list("train.min_steps_per_epoch_by_collection"),
+                                           "train.min_steps_per_epoch_by_collection");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
   if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
   for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
@@ -61,6 +87,17 @@ TrainSettings::TrainSettings(const Config& cfg)
   for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(model_spec(kind, 1));
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
+}
+
+int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps) const {
+  const bool tile = Collection::parse(collection).kind == Kind::Tile;
+  const int64_t set = tile ? tile_steps_per_epoch : layout_steps_per_epoch;
+  if (set > 0) return set;
+  const auto own = collection_min_steps.find(collection);
+  const int64_t floor = own != collection_min_steps.end() ? own->second
+                        : tile                            ? tile_min_steps_per_epoch
+                                                          : layout_min_steps_per_epoch;
+  return std::max(pass_steps, floor);
 }
 
 ModelSpec TrainSettings::model_spec(Kind kind, int64_t num_node_feat) const {

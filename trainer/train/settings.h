@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct TrainSettings {
   int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
   // Floors on an epoch that is one pass over the train graphs.
   int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;
+  std::map<std::string, int64_t> collection_min_steps;  // replaces the kind's floor
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
@@ -28,7 +30,7 @@ struct TrainSettings {
   double config_cache_mb = 256;  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
   uint64_t seed = 0;
-  std::string tile_arch = "early_join_shape", layout_arch = "sage_shape";
+  std::string tile_arch = "early_join_shape", layout_arch = "sage_shape_context";
   ModelOptions tile_model, layout_model;
   std::string ensemble = "mean_z";
   bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
@@ -40,12 +42,8 @@ struct TrainSettings {
   int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
   const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
   // The configured steps per epoch, or, when that is 0, one pass over `pass_steps` with
-  // the kind's floor.
-  int64_t steps_per_epoch(Kind kind, int64_t pass_steps) const {
-    const bool tile = kind == Kind::Tile;
-    const int64_t set = tile ? tile_steps_per_epoch : layout_steps_per_epoch;
-    return set > 0 ? set : std::max(pass_steps, tile ? tile_min_steps_per_epoch : layout_min_steps_per_epoch);
-  }
+  // the collection's floor (its own, else its kind's).
+  int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps) const;
   // The model the config asks for, for data with this many node feature columns.
   ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
 };
