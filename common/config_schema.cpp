@@ -70,10 +70,12 @@ std::vector<ConfigKey>& schema_table() {
       // collection 714. Tile's floor is higher: 60 steps an epoch ranked the bench tree's
       // unseen tile graphs better than 20 (RESULTS.md), at a tenth of a layout step's cost.
       {"train.tile_min_steps_per_epoch", T::Int, "60",
-       "floor on the steps of a tile epoch that is one pass over the train graphs (steps_per_epoch 0)", 1,
+       "floor on the steps of a tile epoch that is one pass over the train graphs (steps_per_epoch 0), "
+       "unless train.min_steps_per_epoch_by_collection names the collection", 1,
        1e9},
       {"train.layout_min_steps_per_epoch", T::Int, "20",
-       "floor on the steps of a layout epoch that is one pass over the train graphs (steps_per_epoch 0)", 1,
+       "floor on the steps of a layout epoch that is one pass over the train graphs (steps_per_epoch 0), "
+       "unless train.min_steps_per_epoch_by_collection names the collection", 1,
        1e9},
       // The nlp collections' cv still rose from 20 to 40 steps (0.416 -> 0.446 nlp:default,
       // 0.699 -> 0.705 nlp:random) where the xla ones level off at 20 (RESULTS.md, "Time to

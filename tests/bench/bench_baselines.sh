@@ -236,19 +236,17 @@ PY
     # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step),
     # at least the collection's default floor; given as each collection's floor, since a
     # one-pass epoch over the tree's one graph is one step.
-    floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" <<'PY'
-import glob, json, math, re, sys
-def default(key):
-    return re.search(r"^ *%s \([a-z]+, default ([^)]*)\)$" % re.escape(key), sys.argv[2], flags=re.M).group(1)
-own = dict(e.strip().split("=") for e in default("train.min_steps_per_epoch_by_collection").strip("[]").split(",")
-           if "=" in e)
+    floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" "$HERE" <<'PY'
+import glob, json, math, sys
+sys.path.insert(0, sys.argv[3])
+from results_md import collection_floor, schema_default
 floors = []
 for f in sorted(glob.glob(f"{sys.argv[1]}/split-*.json")):
     s = json.load(open(f))
     c = s["collection"]
     kind = "tile" if c.startswith("tile") else "layout"
-    floor = int(own.get(c, default(f"train.{kind}_min_steps_per_epoch")))
-    slate = int(default(f"train.{kind}_slate"))
+    floor = int(collection_floor(sys.argv[2], c))
+    slate = int(schema_default(sys.argv[2], f"train.{kind}_slate"))
     floors.append(f"{c}={max(floor, math.ceil(s['train'] / (8 * slate)))}")
 print("[" + ", ".join(floors) + "]")
 PY

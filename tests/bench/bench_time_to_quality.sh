@@ -77,18 +77,13 @@ python3 - "$WORK" "$RESULTS" "$HERE" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$("$BIN
 import csv, glob, json, math, os, re, sys, time
 work, results, here, when, help_config = sys.argv[1:]
 sys.path.insert(0, here)
-from results_md import machine, replace_section
+from results_md import collection_floor, machine, replace_section, schema_default
 
 def default(key):
-    m = re.search(r"^ *%s \([a-z]+, default ([^)]*)\)$" % re.escape(key), help_config, flags=re.M)
-    return m.group(1) if m else "?"
+    return schema_default(help_config, key)
 
 def floor(coll):
-    """The collection's default floor: its own entry in the per-collection list, else its kind's."""
-    own = dict(e.strip().split("=") for e in default("train.min_steps_per_epoch_by_collection").strip("[]").split(",")
-               if "=" in e)
-    kind = "tile" if coll.startswith("tile") else "layout"
-    return own.get(coll, default(f"train.{kind}_min_steps_per_epoch"))
+    return collection_floor(help_config, coll)
 
 CV_TOLERANCE = 0.005  # about the cv's run-to-run spread (a seed-1 tile run: +0.003)
 
@@ -103,6 +98,13 @@ def steps_seconds(run_dir, coll):
             total += float(r["elapsed_s"])
     return total
 
+def run_arch(run_dir, coll):
+    """The model the run trained for the collection's kind (its saved effective config)."""
+    kind = "tile" if coll.startswith("tile") else "layout"
+    text = open(f"{run_dir}/train_config.yaml").read()
+    m = re.search(r"^  %s:\n(?:    .*\n)*?    arch: \"?([a-z_]+)" % kind, text, flags=re.M)
+    return m.group(1) if m else "?"
+
 rows = {}
 lines_of_runs = [l for f in sorted(glob.glob(f"{work}/runs-*.txt")) for l in open(f)]
 finished = []  # when each run ended (its score file's time): the section can be rewritten later
@@ -113,7 +115,7 @@ for line in lines_of_runs:
     m = re.search(r"\] %s: valid score ensemble (\S+) .*cv (\S+)" % re.escape(coll), open(f"{out}.log").read())
     rows.setdefault(coll, []).append(dict(b=int(b), wall=float(wall), load=(l0, l1), test=score,
                                           valid=float(m.group(1)), cv=float(m.group(2)),
-                                          steps_s=steps_seconds(out, coll)))
+                                          steps_s=steps_seconds(out, coll), arch=run_arch(out, coll)))
 
 
 def svg(rows):
@@ -161,9 +163,10 @@ lines = ["## Time to quality", "",
          f"Machine: {machine()}; other jobs may share it (load per run below).", "",
          "Data: the bench tree (`tpuperf-synth --scale bench --seed 0`), preprocessed with the defaults "
          "(5 folds). Each row: `mpirun --bind-to none -np 2 tpuperf-train --fresh` with the project's "
-         "defaults (configs/tpugraphs.yaml, i.e. the schema's) on that collection alone, with the "
+         "defaults of the time (configs/tpugraphs.yaml, i.e. the schema's) on that collection alone, with the "
          "collection's floor on a one-pass epoch `train.min_steps_per_epoch_by_collection` = "
-         "[<collection>=the budget]: "
+         "[<collection>=the budget] (before 2026-11-26 08:29 UTC: the kind's floor "
+         "`train.{tile,layout}_min_steps_per_epoch`, the same for a run of one collection): "
          "a bench-tree fold's pass is shorter, so every epoch trains that many steps, 10 epochs, "
          "5 fold models, two at a time (one per rank). Test: tpuperf-score on the test graphs "
          "(tile: 30, layout: 2 per collection); valid: the fold ensemble on the valid split; cv: "
@@ -173,8 +176,10 @@ lines = ["## Time to quality", "",
          "[time_to_quality.svg](time_to_quality.svg).", ""]
 for coll, rs in rows.items():
     kind = "tile" if coll.startswith("tile") else "layout"
+    archs = sorted({r["arch"] for r in rs})
     lines += [f"**{coll}** (the schema's default floor: {floor(coll)}; "
-              f"loss {default(f'train.{kind}_loss')}):", "",
+              f"loss {default(f'train.{kind}_loss')}; the runs trained {', '.join(archs)}, "
+              f"the default model now is {default(f'model.{kind}.arch')}):", "",
               "| steps per epoch | test | valid | cv | wall s | steps s (5 folds) | load |",
               "|---|---|---|---|---|---|---|"]
     for r in sorted(rs, key=lambda r: r["b"]):

@@ -24,3 +24,18 @@ def machine():
             break
     mem_gib = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
     return f"{os.cpu_count()} cores (nproc), {model}, {mem_gib:.1f} GiB memory"
+
+
+def schema_default(help_config, key):
+    """A key's default as `tpuperf-train --help-config` prints it ("?" when it has no such key)."""
+    m = re.search(r"^ *%s \([a-z]+, default ([^)]*)\)$" % re.escape(key), help_config, flags=re.M)
+    return m.group(1) if m else "?"
+
+
+def collection_floor(help_config, collection):
+    """A collection's default floor on the steps of a one-pass epoch: its own entry in
+    train.min_steps_per_epoch_by_collection, else its kind's train.<kind>_min_steps_per_epoch."""
+    entries = schema_default(help_config, "train.min_steps_per_epoch_by_collection").strip("[]").split(",")
+    own = dict((k.strip(), v.strip()) for k, v in (e.split("=", 1) for e in entries if "=" in e))
+    kind = "tile" if collection.startswith("tile") else "layout"
+    return own.get(collection, schema_default(help_config, f"train.{kind}_min_steps_per_epoch"))

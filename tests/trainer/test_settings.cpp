@@ -1,5 +1,5 @@
 // Training settings read from the config: the steps of an epoch (a one-pass epoch has a
-// floor per kind, an explicit count wins), the losses per kind and the default models.
+// floor per collection, else per kind; an explicit count wins), the losses per kind and the default models.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -52,14 +52,20 @@ TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
 
 TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
   for (const char* bad : {"[layout:nlp:random]", "[layout:nlp:random=0]", "[layout:nlp:random=4x]",
-                          "[layout:nlp:fast=40]", "[tile:xla=2, tile:xla=3]"}) {
+                          "[layout:nlp:fast=40]", "[tile:xla=2, tile:xla=3]", "[tile:xla=99999999999]",
+                          "[tile:xla=-3]"}) {
     try {
       settings_of({std::string("train.min_steps_per_epoch_by_collection=") + bad});
       ADD_FAILURE() << bad << " was accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("train.min_steps_per_epoch_by_collection"), std::string::npos) << e.what();
+      const std::string what = e.what();
+      EXPECT_NE(what.find("train.min_steps_per_epoch_by_collection"), std::string::npos) << what;
+      const std::string entry = std::string(bad).substr(1, std::string(bad).find_first_of(",]") - 1);
+      EXPECT_NE(what.find(entry.substr(0, entry.find('='))), std::string::npos) << what;
     }
   }
+  const auto spaced = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla = 7]"});
+  EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1), 7);
 }
 
 TEST(TrainSettings, LossPerKind) {

@@ -20,6 +20,9 @@
 // instead of its own features: two convolutions of one shape in different places of the
 // graph then weigh their layouts apart, as a flat model's one-hot of (node, value) does
 // within one graph.
+#include <string>
+#include <utility>
+
 #include "trainer/models/blocks.h"
 #include "trainer/models/registry.h"
 #include "trainer/models/shape_features.h"
@@ -32,8 +35,10 @@ namespace {
 
 class LayoutSage : public RankingModel {
  public:
-  LayoutSage(int64_t num_node_feat, const ModelOptions& opts, bool pool_config, bool shape, bool wide_context)
-      : pool_config(pool_config),
+  LayoutSage(std::string arch, int64_t num_node_feat, const ModelOptions& opts, bool pool_config, bool shape,
+             bool wide_context)
+      : arch(std::move(arch)),
+        pool_config(pool_config),
         wide_context(wide_context),
         fused(opts.fused),
         encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
@@ -60,7 +65,7 @@ class LayoutSage : public RankingModel {
     auto x = base.unsqueeze(0).expand({S, base.size(0), H});
     if (M > 0) {
       auto embedded = embed_values(batch.config_values.view({S * M, kLayoutConfigDim}));
-      if (shape_in) embedded = embedded + shape_in(require_config_shape(batch, "sage_shape").view({S * M, kLayoutShapeFeat}));
+      if (shape_in) embedded = embedded + shape_in(require_config_shape(batch, arch).view({S * M, kLayoutShapeFeat}));
       const auto cfg = config_out(F::gelu(embedded)).view({S, M, H});
       x = x.index_add(1, batch.config_node, cfg);
     } else {
@@ -86,7 +91,7 @@ class LayoutSage : public RankingModel {
   // features, one-hot values]> of each slot's config; `state` is N x H.
   torch::Tensor wide_cost(const torch::Tensor& state, const Batch& batch) {
     const int64_t S = batch.slate, M = batch.config_node.size(0), G = batch.num_graphs;
-    const auto& shape_feat = require_config_shape(batch, "sage_shape");
+    const auto& shape_feat = require_config_shape(batch, arch);
     const auto weights = wide(state.index_select(0, batch.config_node));  // M x (F + 126)
     const auto w_shape = weights.narrow(1, 0, kLayoutShapeFeat);
     const auto w_values = weights.narrow(1, kLayoutShapeFeat, kLayoutConfigDim * kLayoutLevels);
@@ -111,13 +116,14 @@ class LayoutSage : public RankingModel {
     return one_hot.matmul(table);
   }
 
+  std::string arch;  // the registered name, for errors
   bool pool_config;
   bool wide_context;  // sage_shape_context: the wide weights from context_state
   bool fused;  // model.fused: the kernels' path, or the plain definition
   NodeEncoder encoder{nullptr};
   torch::nn::EmbeddingBag config_embed{nullptr};
   torch::nn::Linear config_out{nullptr};
-  torch::nn::Linear shape_in{nullptr}, wide{nullptr};  // sage_shape only
+  torch::nn::Linear shape_in{nullptr}, wide{nullptr};  // the _shape models only
   std::vector<SageBlock> blocks;
   Readout readout{nullptr};
 };
@@ -125,19 +131,19 @@ class LayoutSage : public RankingModel {
 }  // namespace
 
 ModelPtr make_layout_sage(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, false, false, false);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, false, false, false);
 }
 
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, false, false);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, true, false, false);
 }
 
 ModelPtr make_layout_sage_shape(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, true, false);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, true, true, false);
 }
 
 ModelPtr make_layout_sage_shape_context(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.num_node_feat, spec.options, true, true, true);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, true, true, true);
 }
 
 }  // namespace tpuperf

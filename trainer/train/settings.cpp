@@ -1,6 +1,6 @@
 #include "trainer/train/settings.h"
 
-#include <cstdlib>
+#include <string>
 
 #include "common/error.h"
 #include "common/collection.h"
@@ -21,7 +21,13 @@ ModelOptions model_options(const Config& cfg, const std::string& prefix) {
   return o;
 }
 
-// "layout:nlp:random=40" -> {"layout:nlp:random", 40}; Error naming the key on a bad entry.
+std::string trimmed(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t"), last = s.find_last_not_of(" \t");
+  return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
+// "layout:nlp:random=40" (spaces around '=' allowed) -> {"layout:nlp:random", 40}; Error
+// naming the key and the entry on a bad one. Steps are bounded like the kinds' floors.
 std::map<std::string, int64_t> collection_floors(const std::vector<std::string>& entries, const std::string& key) {
   std::map<std::string, int64_t> floors;
   for (const auto& entry : entries) {
@@ -29,15 +35,15 @@ std::map<std::string, int64_t> collection_floors(const std::vector<std::string>&
     if (eq == std::string::npos) throw Error("expected collection=steps, got '" + entry + "'", "", key);
     std::string id;
     try {
-      id = Collection::parse(entry.substr(0, eq)).id();
+      id = Collection::parse(trimmed(entry.substr(0, eq))).id();
     } catch (const Error& e) {
       throw Error(std::string("in '") + entry + "': " + e.what(), "", key);
     }
-    const std::string steps = entry.substr(eq + 1);
-    char* end = nullptr;
-    const long long n = std::strtoll(steps.c_str(), &end, 10);
-    if (steps.empty() || *end != '\0' || n < 1)
-      throw Error("steps of '" + entry + "' must be an integer of at least 1", "", key);
+    const std::string steps = trimmed(entry.substr(eq + 1));
+    const bool digits = !steps.empty() && steps.size() <= 10 && steps.find_first_not_of("0123456789") == std::string::npos;
+    const long long n = digits ? std::stoll(steps) : 0;
+    if (n < 1 || n > 1000000000)
+      throw Error("steps of '" + entry + "' must be an integer from 1 to 1e9", "", key);
     if (!floors.emplace(id, n).second) throw Error(id + " is given twice", "", key);
   }
   return floors;
