@@ -9,8 +9,9 @@
 # tpuperf-train --fresh` with the defaults, the one collection, and the budget as the
 # collection's floor on a one-pass epoch, train.min_steps_per_epoch_by_collection =
 # [<collection>=B] (a bench tree fold's one pass is below every budget here, so each
-# epoch trains B steps; 10 epochs). Scores: test (tpuperf-score against the tree's truth), valid (the fold
-# ensemble on the valid split) and cv (mean out-of-fold score of the best epochs). The
+# epoch trains B steps; 10 epochs). Scores: test (tpuperf-score against the tree's
+# truth), valid (the fold ensemble on the valid split) and cv (mean out-of-fold score of
+# the best epochs). The
 # section names each collection's choice: the cheapest budget whose cv is within 0.005 of
 # the best budget's.
 #

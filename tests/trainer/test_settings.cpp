@@ -1,5 +1,6 @@
 // Training settings read from the config: the steps of an epoch (a one-pass epoch has a
-// floor per collection, else per kind; an explicit count wins), the losses per kind and the default models.
+// floor per collection, else per kind; an explicit count wins), the losses per kind and
+// the default models.
 #include <gtest/gtest.h>
 
 #include <string>
