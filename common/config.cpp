@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -51,19 +52,8 @@ Config::Value convert(const YAML::Node& node, const ConfigKey& key) {
       if (s == "false" || s == "False" || s == "no" || s == "0") return false;
       throw Error("expected true or false, got '" + s + "'", "", key.path);
     }
-    case ConfigType::Int: {
-      std::string s = scalar_of(node, key);
-      char* end = nullptr;
-      errno = 0;
-      long long v = std::strtoll(s.c_str(), &end, 10);
-      if (s.empty() || *end != '\0' || errno == ERANGE)
-        throw Error("expected an integer, got '" + s + "'", "", key.path);
-      if (v < key.min || v > key.max)
-        throw Error("value " + s + " is out of range [" + std::to_string(int64_t(key.min)) + ", " +
-                        std::to_string(int64_t(key.max)) + "]",
-                    "", key.path);
-      return static_cast<int64_t>(v);
-    }
+    case ConfigType::Int:
+      return parse_config_int(scalar_of(node, key), key);
     case ConfigType::Float: {
       std::string s = scalar_of(node, key);
       char* end = nullptr;
@@ -148,6 +138,24 @@ std::string value_yaml(const Config::Value& v) {
 }
 
 }  // namespace
+
+const ConfigKey& config_key(const std::string& path) {
+  if (const ConfigKey* k = find_key(path)) return *k;
+  throw Error("not a config key", "", path);
+}
+
+int64_t parse_config_int(const std::string& text, const ConfigKey& key) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    throw Error("expected an integer, got '" + text + "'", "", key.path);
+  if (v < key.min || v > key.max)
+    throw Error("value " + text + " is out of range [" + std::to_string(int64_t(key.min)) + ", " +
+                    std::to_string(int64_t(key.max)) + "]",
+                "", key.path);
+  return static_cast<int64_t>(v);
+}
 
 Config Config::from_text(const std::string& yaml, const std::string& source) {
   Config cfg;

@@ -87,6 +87,18 @@ TEST(Config, TypesRangesAndChoicesAreChecked) {
               HasSubstr("single value"));
 }
 
+// What an Int key takes, also for numbers a key holds inside list entries.
+TEST(Config, IntegersParseAsAnIntKeysValuesDo) {
+  const ConfigKey& folds = config_key("preprocess.folds");  // 1..64
+  EXPECT_EQ(parse_config_int("7", folds), 7);
+  EXPECT_EQ(parse_config_int("64", folds), 64);
+  EXPECT_THAT(error_of([&] { parse_config_int("65", folds); }), HasSubstr("out of range [1, 64]"));
+  for (const char* bad : {"", "4x", "1.5", "3 ", "99999999999999999999"})
+    EXPECT_THAT(error_of([&] { parse_config_int(bad, folds); }), HasSubstr("expected an integer")) << bad;
+  EXPECT_THAT(error_of([&] { parse_config_int("0", folds); }), HasSubstr("preprocess.folds"));
+  EXPECT_THAT(error_of([] { config_key("preprocess.no_such_key"); }), HasSubstr("preprocess.no_such_key"));
+}
+
 TEST(Config, InvalidYamlNamesFileAndLine) {
   std::string path = write_temp("data:\n  raw_dir: [unclosed\n");
   std::string msg = error_of([&] { Config::load(path, {}); });

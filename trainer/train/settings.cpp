@@ -27,24 +27,24 @@ std::string trimmed(const std::string& s) {
 }
 
 // "layout:nlp:random=40" (spaces around '=' allowed) -> {"layout:nlp:random", 40}; Error
-// naming the key and the entry on a bad one. Steps are bounded like the kinds' floors.
+// naming the key and the entry on a bad one. Steps are read and bounded as the kinds' own
+// floors (train.layout_min_steps_per_epoch) are.
 std::map<std::string, int64_t> collection_floors(const std::vector<std::string>& entries, const std::string& key) {
+  ConfigKey steps_key = config_key("train.layout_min_steps_per_epoch");
+  steps_key.path = key;
   std::map<std::string, int64_t> floors;
   for (const auto& entry : entries) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) throw Error("expected collection=steps, got '" + entry + "'", "", key);
     std::string id;
+    int64_t steps = 0;
     try {
       id = Collection::parse(trimmed(entry.substr(0, eq))).id();
+      steps = parse_config_int(trimmed(entry.substr(eq + 1)), steps_key);
     } catch (const Error& e) {
-      throw Error(std::string("in '") + entry + "': " + e.what(), "", key);
+      throw Error(std::string("in '") + entry + "': " + e.reason(), "", key);
     }
-    const std::string steps = trimmed(entry.substr(eq + 1));
-    const bool digits = !steps.empty() && steps.size() <= 10 && steps.find_first_not_of("0123456789") == std::string::npos;
-    const long long n = digits ? std::stoll(steps) : 0;
-    if (n < 1 || n > 1000000000)
-      throw Error("steps of '" + entry + "' must be an integer from 1 to 1e9", "", key);
-    if (!floors.emplace(id, n).second) throw Error(id + " is given twice", "", key);
+    if (!floors.emplace(id, steps).second) throw Error(id + " is given twice", "", key);
   }
   return floors;
 }
