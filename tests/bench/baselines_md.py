@@ -88,8 +88,11 @@ def main():
             if len(v) > 1:
                 m = [statistics.mean(x[i] for x in v) for i in range(3)]
                 sd = [statistics.stdev(x[i] for x in v) for i in range(3)]
+                margins = [round(x[0] - max(x[1], x[2]), 4) for x in v]  # as the split rows print them
+                above, level = sum(d > 0 for d in margins), sum(d == 0 for d in margins)
                 L.append(f"| {stem}, mean ± sd of {len(v)} splits | {c} | | | {m[0]:.4f} ± {sd[0]:.3f} | "
-                         f"{m[1]:.4f} ± {sd[1]:.3f} | {m[2]:.4f} ± {sd[2]:.3f} | | **{sgn(m[0] - max(m[1], m[2]))}** | | |")
+                         f"{m[1]:.4f} ± {sd[1]:.3f} | {m[2]:.4f} ± {sd[2]:.3f} | | **{sgn(m[0] - max(m[1], m[2]))}** "
+                         f"(splits above both flat models / level / below: {above} / {level} / {len(v) - above - level}) | | |")
         L += ["", "tpuperf's train time is the wall time of tpuperf-train (loading, training, test "
               "prediction; every collection of a tree trains in the same run, one after another), in "
               "brackets the training steps of that collection (metrics.csv); its predictions/s are "
