@@ -141,7 +141,7 @@ std::string value_yaml(const Config::Value& v) {
 
 const ConfigKey& config_key(const std::string& path) {
   if (const ConfigKey* k = find_key(path)) return *k;
-  throw Error("not a config key", "", path);
+  throw Error("unknown config key", "", path);
 }
 
 int64_t parse_config_int(const std::string& text, const ConfigKey& key) {

@@ -30,9 +30,10 @@ struct ConfigKey {
 const std::vector<ConfigKey>& config_schema();
 // The schema's entry for a key path; Error naming the path when there is none.
 const ConfigKey& config_key(const std::string& path);
-// Text as an Int key takes it: a whole decimal number within [key.min, key.max]. Throws
-// Error naming key.path. For values a key holds inside a list entry (e.g. the steps of
-// "layout:nlp:random=40"), so they are checked as the Int key's own values are.
+// Text as an Int key takes it: a whole decimal number within [key.min, key.max] (strtoll's
+// syntax: an optional sign, leading whitespace skipped). Throws Error naming key.path. For
+// numbers a key holds inside a list entry (e.g. the steps of "layout:nlp:random=40"), so
+// they are checked as the Int key's own values are.
 int64_t parse_config_int(const std::string& text, const ConfigKey& key);
 // Sets the allowed values of a String key whose choices come from a registry of another
 // part (the trainer's models and losses: the schema lists them, common/ cannot). Until

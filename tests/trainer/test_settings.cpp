@@ -37,6 +37,25 @@ TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
 }
 
+// A floor stops at train.max_config_passes_per_epoch passes over the fold's configs: one
+// real layout graph of 64 configs gets 6 steps of 8 x 16 (12 passes), not 20 (40 passes).
+TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
+  const TrainSettings s = settings_of({});  // 12 passes, 8 graphs a step, slates 16 / 32
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64), 6);     // ceil(12 x 64 / 128)
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, 64), 6);     // caps its own floor too
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 405), 19);            // ceil(12 x 405 / 256)
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000), 20);  // 188 > the floor: no cap
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 1), 1);      // at least one step
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 9, 64), 9);     // a pass over the graphs wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 0), 20);     // configs unknown: no cap
+  const TrainSettings off = settings_of({"train.max_config_passes_per_epoch=0"});
+  EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64), 20);
+  const TrainSettings half = settings_of({"train.max_config_passes_per_epoch=0.5"});
+  EXPECT_EQ(half.steps_per_epoch("layout:xla:random", 1, 640), 3);  // ceil(0.5 x 640 / 128)
+  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=4"}).steps_per_epoch("layout:xla:random", 1, 64), 4);
+  EXPECT_THROW(settings_of({"train.max_config_passes_per_epoch=-1"}), Error);
+}
+
 TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
   const TrainSettings s = settings_of({});  // the nlp collections' floor is 40 by default
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1), 40);
@@ -59,11 +78,31 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
       settings_of({std::string("train.min_steps_per_epoch_by_collection=") + bad});
       ADD_FAILURE() << bad << " was accepted";
     } catch (const Error& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("train.min_steps_per_epoch_by_collection"), std::string::npos) << what;
+      const std::string what = e.what(), key = "train.min_steps_per_epoch_by_collection";
+      EXPECT_NE(what.find(key), std::string::npos) << what;
+      EXPECT_EQ(what.find(key), what.rfind(key)) << what;  // named once
       const std::string entry = std::string(bad).substr(1, std::string(bad).find_first_of(",]") - 1);
       EXPECT_NE(what.find(entry.substr(0, entry.find('='))), std::string::npos) << what;
     }
+  }
+  // Steps are bounded as the kinds' floors are, with the Int keys' messages.
+  const auto floors = [](const std::string& list) {
+    return settings_of({"train.min_steps_per_epoch_by_collection=" + list});
+  };
+  EXPECT_EQ(floors("[tile:xla=1000000000]").steps_per_epoch("tile:xla", 1), 1000000000);
+  for (const char* bad : {"[tile:xla=1000000001]", "[tile:xla=-3]"}) {
+    try {
+      floors(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range [1, 1000000000]"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    floors("[tile:xla=4x]");
+    ADD_FAILURE() << "4x was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in 'tile:xla=4x': expected an integer"), std::string::npos) << e.what();
   }
   const auto spaced = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla = 7]"});
   EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1), 7);

@@ -170,7 +170,9 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   for (int64_t i = 0; i < train.size(); ++i) work.push_back(graph_work(train.entry(i).num_nodes));
   so.batch_overhead = batch_overhead_in_node_slots(spec.options);
   SlateSampler sampler(train.num_configs(), so, work);
-  const int64_t spe = s.steps_per_epoch(collection, sampler.steps_per_pass());
+  int64_t train_configs = 0;
+  for (int64_t n : train.num_configs()) train_configs += n;
+  const int64_t spe = s.steps_per_epoch(collection, sampler.steps_per_pass(), train_configs);
   int64_t total = s.epochs * spe;
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
     // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.

@@ -1,5 +1,6 @@
 #include "trainer/train/settings.h"
 
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -30,8 +31,7 @@ std::string trimmed(const std::string& s) {
 // naming the key and the entry on a bad one. Steps are read and bounded as the kinds' own
 // floors (train.layout_min_steps_per_epoch) are.
 std::map<std::string, int64_t> collection_floors(const std::vector<std::string>& entries, const std::string& key) {
-  ConfigKey steps_key = config_key("train.layout_min_steps_per_epoch");
-  steps_key.path = key;
+  const ConfigKey& steps_key = config_key("train.layout_min_steps_per_epoch");
   std::map<std::string, int64_t> floors;
   for (const auto& entry : entries) {
     const auto eq = entry.find('=');
@@ -80,6 +80,7 @@ TrainSettings::TrainSettings(const Config& cfg)
   layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
   tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
   layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
+  max_config_passes_per_epoch = cfg.get_float("train.max_config_passes_per_epoch");
   collection_min_steps = collection_floors(cfg.get_list("train.min_steps_per_epoch_by_collection"),
                                            "train.min_steps_per_epoch_by_collection");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
@@ -95,14 +96,25 @@ TrainSettings::TrainSettings(const Config& cfg)
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
 }
 
-int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps) const {
-  const bool tile = Collection::parse(collection).kind == Kind::Tile;
+int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps,
+                                       int64_t train_configs) const {
+  const Kind kind = Collection::parse(collection).kind;
+  const bool tile = kind == Kind::Tile;
   const int64_t set = tile ? tile_steps_per_epoch : layout_steps_per_epoch;
   if (set > 0) return set;
   const auto own = collection_min_steps.find(collection);
-  const int64_t floor = own != collection_min_steps.end() ? own->second
-                        : tile                            ? tile_min_steps_per_epoch
-                                                          : layout_min_steps_per_epoch;
+  int64_t floor = own != collection_min_steps.end() ? own->second
+                  : tile                            ? tile_min_steps_per_epoch
+                                                    : layout_min_steps_per_epoch;
+  // The floors were chosen for folds of many graphs with thousands of configs; one graph of
+  // 64 configs at a floor of 20 sees each config 400 times in 10 epochs, and ranked its
+  // held-out configs worse than at 120 (tests/bench/RESULTS.md, "Baselines: analysis" (6)).
+  if (max_config_passes_per_epoch > 0 && train_configs > 0) {
+    const double per_step = static_cast<double>(graphs_per_step * slate(kind));
+    const double passes = max_config_passes_per_epoch * static_cast<double>(train_configs);
+    const auto cap = static_cast<int64_t>(std::ceil(passes / per_step));
+    floor = std::min(floor, std::max<int64_t>(1, cap));
+  }
   return std::max(pass_steps, floor);
 }
 

@@ -23,6 +23,9 @@ struct TrainSettings {
   // Floors on an epoch that is one pass over the train graphs.
   int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;
   std::map<std::string, int64_t> collection_min_steps;  // replaces the kind's floor
+  // Caps a floor at this many passes over the fold's train configs (0: no cap), so that a
+  // few small graphs are not repeated hundreds of times an epoch.
+  double max_config_passes_per_epoch = 12;
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
@@ -41,9 +44,10 @@ struct TrainSettings {
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
   int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
   const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
-  // The configured steps per epoch, or, when that is 0, one pass over `pass_steps` with
-  // the collection's floor (its own, else its kind's).
-  int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps) const;
+  // The configured steps per epoch, or, when that is 0, one pass over the train graphs
+  // (`pass_steps`) with the collection's floor (its own, else its kind's), the floor capped
+  // at max_config_passes_per_epoch passes over the fold's `train_configs` (0: unknown, no cap).
+  int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs = 0) const;
   // The model the config asks for, for data with this many node feature columns.
   ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
 };
