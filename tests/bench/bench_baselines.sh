@@ -7,9 +7,10 @@
 #           (identical config rows collapsed to their least runtime, as preprocess.dedup=min
 #           does); both sides train on the 70% part and rank the held-out part. Graphs: the
 #           real layout module of tests/data/real (91 distinct configs; WITHIN_REAL_SEEDS
-#           splits: 27 held-out configs score with an sd of about 0.1 per split) and the real
-#           tile kernel with the most configs (579; the first WITHIN_REAL_TILE_SEEDS of those
-#           splits: every model finds its best configs), both featurized by
+#           splits: a split holds out only 27 configs, so scores move by about 0.1 (sd)
+#           between splits) and the real tile kernel with the most configs (579; only the
+#           first WITHIN_REAL_TILE_SEEDS splits: every model scores 1.000 on it, so more
+#           splits add nothing), both featurized by
 #           tpuperf-featurize; the train file with the most configs of each generated layout
 #           collection of the bench tree and its WITHIN_TILE_GEN largest tile files (at most
 #           WITHIN_MAX_TRAIN train and WITHIN_MAX_TEST held-out configs per graph).
@@ -42,13 +43,14 @@
 # Usage: bench_baselines.sh [BIN_DIR] [--skip-within] [--skip-across] [--bench-settings]
 #                           [--reuse-tpuperf] [--no-results]
 # --reuse-tpuperf keeps the tpuperf runs of an earlier bench (their tpuperf.json in the work
-# dir; the splits are deterministic, so the trees are the same) and reruns only the flat
-# models and the tables.
+# dir; the splits are deterministic, so the trees are the same) that trained the same
+# collections with the same settings, and reruns only the flat models and the tables.
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw): the bench tree, generated when
 #   absent; RESULTS (default <repo>/tests/bench/RESULTS.md); WITHIN_REAL_SEEDS (10),
-#   WITHIN_REAL_TILE_SEEDS (3), WITHIN_TILE_GEN (2), WITHIN_MAX_TRAIN (2000), WITHIN_MAX_TEST (1000), ACROSS_PER_GRAPH
-#   (1000); NICE (default 19): the niceness of every heavy command.
+#   WITHIN_REAL_TILE_SEEDS (3), WITHIN_TILE_GEN (2), WITHIN_MAX_TRAIN (2000),
+#   WITHIN_MAX_TEST (1000), ACROSS_PER_GRAPH (1000); NICE (default 19): the niceness of
+#   every heavy command.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -61,7 +63,7 @@ while [ $# -gt 0 ]; do
     --bench-settings) DO_BENCH_SETTINGS=1 ;;
     --no-results) WRITE=0 ;;
     --reuse-tpuperf) REUSE_TPUPERF=1 ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)"; exit 2 ;;
     *) BIN=$1 ;;
   esac
@@ -116,10 +118,14 @@ ensure_bench_tree "$BIN" "$RAW" $NICE
 run_tpuperf() {
   local name=$1 tree=$2 colls=$3; shift 3
   local dir=$WORK/$name
-  if [ "$REUSE_TPUPERF" = 1 ] && [ -f "$dir/tpuperf.json" ]; then
+  # What the run was asked for; --reuse-tpuperf keeps only a run asked for the same.
+  local request="$colls $*"
+  if [ "$REUSE_TPUPERF" = 1 ] && [ -f "$dir/tpuperf.json" ] &&
+    [ "$(cat "$dir/request.txt" 2>/dev/null)" = "$request" ]; then
     echo "$name: the earlier tpuperf run kept (--reuse-tpuperf)"
     return
   fi
+  rm -f "$dir/request.txt"
   rm -rf "$dir/processed" "$dir/run"
   mkdir -p "$dir"
   cat > "$dir/config.yaml" <<YAML
@@ -184,6 +190,7 @@ for c in score["collections"]:
 print(f"{os.path.basename(d)}: tpuperf-train {float(wall):.0f} s; " +
       ", ".join(f"{c['collection']} {c['score']:.4f}" for c in score["collections"]))
 PY
+  echo "$request" > "$dir/request.txt"
 }
 
 # ------------------------------------------------------------------------------ within
