@@ -98,14 +98,15 @@ YAML::Node parse_yaml(const std::string& text, const std::string& what) {
 
 // Walks a YAML map; every leaf must be a schema key, every inner map a schema section.
 void apply_tree(const YAML::Node& node, const std::string& prefix,
-                std::map<std::string, Config::Value>& values) {
+                std::map<std::string, Config::Value>& values, std::set<std::string>& given) {
   if (!node.IsMap()) throw Error("expected a map of settings", "", prefix.empty() ? "(top)" : prefix);
   for (const auto& kv : node) {
     std::string path = (prefix.empty() ? "" : prefix + ".") + kv.first.Scalar();
     if (const ConfigKey* key = find_key(path)) {
       values[path] = convert(kv.second, *key);
+      given.insert(path);
     } else if (is_section(path)) {
-      apply_tree(kv.second, path, values);
+      apply_tree(kv.second, path, values, given);
     } else {
       throw Error("unknown config key (see --help-config for the valid keys)", "", path);
     }
@@ -164,7 +165,7 @@ Config Config::from_text(const std::string& yaml, const std::string& source) {
   cfg.source_ = source;
   try {
     YAML::Node root = parse_yaml(yaml, source);
-    if (!root.IsNull()) apply_tree(root, "", cfg.values_);
+    if (!root.IsNull()) apply_tree(root, "", cfg.values_, cfg.given_);
   } catch (Error& e) {
     throw e.with_file(source);
   }
@@ -199,6 +200,7 @@ void Config::set(const std::string& key, const std::string& yaml_value) {
   }
   try {
     values_[key] = convert(parse_yaml(yaml_value, "--set " + key), *k);
+    given_.insert(key);
   } catch (Error& e) {
     throw e.with_file("--set");
   }

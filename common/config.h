@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -61,6 +62,9 @@ class Config {
   // A Path value with "~" expanded to $HOME.
   std::string get_path(const std::string& key) const;
   std::vector<std::string> get_list(const std::string& key) const;
+  // Whether the file or an override gave the key (else it holds the schema's default). A
+  // saved config (save()) gives every key its schema had when it was written.
+  bool given(const std::string& key) const { return given_.count(key) > 0; }
 
   void set(const std::string& key, const std::string& yaml_value);
   // One key's value as YAML text, e.g. "0.003" or "[tile:xla]".
@@ -81,6 +85,7 @@ class Config {
  private:
   const Value& value(const std::string& key) const;
   std::map<std::string, Value> values_;
+  std::set<std::string> given_;  // keys the file or an override set
   std::string source_;  // the file it came from, for messages
 };
 

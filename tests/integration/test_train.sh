@@ -111,6 +111,11 @@ expect_refusal() {  # LOG FRAGMENT ARGS...
   [ "$rc" -ne 0 ] && grep -q -- "$fragment" "$log" || { tail -20 "$log"; echo "expected a refusal naming '$fragment'"; exit 1; }
 }
 expect_refusal "$work/resume_lr.log" "train.lr (0.001 -> 0.002)" --set train.lr=0.002
+# A run saved before a key existed: its config lacks the key, which did not shape it.
+cp -r "$work/run2" "$work/run_old"
+grep -v "max_config_passes_per_epoch" "$work/run2/train_config.yaml" > "$work/run_old/train_config.yaml"
+expect_refusal "$work/resume_old.log" "train.max_config_passes_per_epoch (not in the saved config" \
+  --set output.dir="$work/run_old"
 mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.seed=9 \
   --set data.processed_dir="$work/processed_seed9" > "$work/pre9.log" 2>&1 || { tail "$work/pre9.log"; exit 1; }
 expect_refusal "$work/resume_data.log" "folds or feature transform of" --set data.processed_dir="$work/processed_seed9"

@@ -99,6 +99,17 @@ TEST(Config, IntegersParseAsAnIntKeysValuesDo) {
   EXPECT_THAT(error_of([] { config_key("preprocess.no_such_key"); }), HasSubstr("preprocess.no_such_key"));
 }
 
+TEST(Config, KnowsWhichKeysTheFileAndOverridesGave) {
+  const std::string path = write_temp("train:\n  lr: 0.002\n");
+  const Config c = Config::load(path, {"train.epochs=3"});
+  EXPECT_TRUE(c.given("train.lr"));
+  EXPECT_TRUE(c.given("train.epochs"));
+  EXPECT_FALSE(c.given("train.seed"));  // the schema's default
+  const std::string saved = write_temp("");
+  c.save(saved);
+  EXPECT_TRUE(Config::load(saved, {}).given("train.seed"));  // a saved config gives every key
+}
+
 TEST(Config, InvalidYamlNamesFileAndLine) {
   std::string path = write_temp("data:\n  raw_dir: [unclosed\n");
   std::string msg = error_of([&] { Config::load(path, {}); });

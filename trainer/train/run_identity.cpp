@@ -46,7 +46,11 @@ std::vector<std::string> changed_settings(const Config& saved, const Config& now
   for (const auto& key : config_schema()) {
     const bool shapes_training = key.path.rfind("train.", 0) == 0 || key.path.rfind("model.", 0) == 0;
     if (!shapes_training || free_on_resume(key.path)) continue;
-    if (saved.value_text(key.path) != now.value_text(key.path))
+    // A saved config holds every key of its time: a missing one is newer than the run, whose
+    // training it did not shape (e.g. a cap added later would change its remaining steps).
+    if (!saved.given(key.path))
+      changed.push_back(key.path + " (not in the saved config: the run predates the key; start it --fresh)");
+    else if (saved.value_text(key.path) != now.value_text(key.path))
       changed.push_back(key.path + " (" + saved.value_text(key.path) + " -> " + now.value_text(key.path) + ")");
   }
   return changed;
