@@ -22,8 +22,9 @@
 #           train.min_steps_per_epoch_by_collection, = max(its default floor, ceil(train
 #           configs / (graphs_per_step x slate))) (one pass over the train configs per epoch;
 #           the default, one pass over the train *graphs*, is one step per epoch for one
-#           graph, raised to the floor),
-#           and output.tile_keep_default=false (config 0 of a held-out part is no default);
+#           graph, raised to the floor), which train.max_config_passes_per_epoch caps in
+#           the trainer (the real graphs train fewer steps than the floor; the run's
+#           metrics.csv has them), and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes.
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
 #           all five collections, test graphs scored against its truth. tpuperf: the
@@ -250,7 +251,8 @@ PY
   while read -r tree colls <&3; do
     # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step),
     # at least the collection's default floor; given as each collection's floor, since a
-    # one-pass epoch over the tree's one graph is one step.
+    # one-pass epoch over the tree's one graph is one step. The trainer caps a floor at
+    # train.max_config_passes_per_epoch passes over the configs.
     floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" "$HERE" <<'PY'
 import glob, json, math, sys
 sys.path.insert(0, sys.argv[3])
@@ -266,7 +268,7 @@ for f in sorted(glob.glob(f"{sys.argv[1]}/split-*.json")):
 print("[" + ", ".join(floors) + "]")
 PY
 )
-    echo "-- $tree $colls (steps per epoch $floors)"
+    echo "-- $tree $colls (step floors $floors, before the trainer's config-pass cap)"
     run_tpuperf "within-$tree" "$WORK/within/$tree" "$colls" --set preprocess.folds=1 \
       --set train.min_steps_per_epoch_by_collection="$floors" --set output.tile_keep_default=false
     for c in $(echo "$colls" | tr -d '[]' | tr , ' '); do

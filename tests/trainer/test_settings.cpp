@@ -45,14 +45,14 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, 64), 6);     // caps its own floor too
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 405), 19);            // ceil(12 x 405 / 256)
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000), 20);  // 188 > the floor: no cap
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 1), 1);      // at least one step
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 1), 1);      // ceil(12 / 128)
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 9, 64), 9);     // a pass over the graphs wins
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 0), 20);     // configs unknown: no cap
   const TrainSettings off = settings_of({"train.max_config_passes_per_epoch=0"});
   EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64), 20);
   const TrainSettings half = settings_of({"train.max_config_passes_per_epoch=0.5"});
   EXPECT_EQ(half.steps_per_epoch("layout:xla:random", 1, 640), 3);  // ceil(0.5 x 640 / 128)
-  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=4"}).steps_per_epoch("layout:xla:random", 1, 64), 4);
+  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=50"}).steps_per_epoch("layout:xla:random", 1, 64), 50);
   EXPECT_THROW(settings_of({"train.max_config_passes_per_epoch=-1"}), Error);
 }
 

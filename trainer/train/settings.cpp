@@ -113,7 +113,7 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
     const double per_step = static_cast<double>(graphs_per_step * slate(kind));
     const double passes = max_config_passes_per_epoch * static_cast<double>(train_configs);
     const auto cap = static_cast<int64_t>(std::ceil(passes / per_step));
-    floor = std::min(floor, std::max<int64_t>(1, cap));
+    floor = std::min(floor, cap);  // >= 1: passes and configs are positive
   }
   return std::max(pass_steps, floor);
 }

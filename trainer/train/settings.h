@@ -23,8 +23,9 @@ struct TrainSettings {
   // Floors on an epoch that is one pass over the train graphs.
   int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;
   std::map<std::string, int64_t> collection_min_steps;  // replaces the kind's floor
-  // Caps a floor at this many passes over the fold's train configs (0: no cap), so that a
-  // few small graphs are not repeated hundreds of times an epoch.
+  // Caps a floor at about this many passes over the fold's train configs (0: no cap), so
+  // that a few small graphs are not repeated hundreds of times an epoch. A step counts as
+  // graphs_per_step full slates.
   double max_config_passes_per_epoch = 12;
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
