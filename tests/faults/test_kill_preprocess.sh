@@ -87,11 +87,14 @@ for trial in $(seq 1 "$TRIALS"); do
   secs=$(elapsed "$start")
   problems=""
   [ "$rc" -ne 124 ] || problems+="killed run hung; "
-  [ "$killed" != yes ] || [ "$rc" -ne 0 ] || problems+="killed run exited 0; "
   # What the kill left: the previous complete output or the new one, never a mix.
   if $CHECK same "$work/ref$current" "$P" > /dev/null; then left="previous ($current)"
   elif $CHECK same "$work/ref$next" "$P" > /dev/null; then left="new ($next)"
   else left="NEITHER"; problems+="the output after the kill is neither version; "; fi
+  # A kill may land after the rank finalized (not yet a zombie, its work committed): the run
+  # may then exit 0, but only having written the new output.
+  [ "$killed" != yes ] || [ "$rc" -ne 0 ] || [ "$left" = "new ($next)" ] ||
+    problems+="killed run exited 0 without the new output; "
   run_timed "$work/rerun$trial" 120 "${PRE[@]}"
   [ "$RC" -eq 0 ] || problems+="rerun exited with $RC; "
   if ! $CHECK same "$work/ref$next" "$P" --clean > "$work/same$trial.txt"; then
