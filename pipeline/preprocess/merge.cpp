@@ -152,6 +152,16 @@ void collect_garbage(const std::string& processed_dir, const Manifest& m) {
       }
     }
   }
+  // The temporary copies a killed run's atomic writes of the top-level files left behind.
+  for (const auto& e : fs::directory_iterator(processed_dir)) {
+    const std::string name = e.path().filename().string();
+    for (const std::string top : {kManifestFileName, kRejectedFileName}) {
+      if (!e.is_regular_file() || name.rfind(top + ".tmp.", 0) != 0) continue;
+      std::error_code ec;
+      fs::remove(e.path(), ec);
+      spdlog::debug("removed {}", name);
+    }
+  }
 }
 
 int finish_on_rank0(const Config& cfg, const PreprocessSettings& s, const Plan& plan,

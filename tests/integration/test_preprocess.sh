@@ -87,8 +87,9 @@ grep -q "nothing to do" "$work/run3.log" || { cat "$work/run3.log"; exit 1; }
 after=$(stat -c %Y.%s "$work/p2/manifest.yaml"; ls -R "$work/p2" | md5sum)
 [ "$before" = "$after" ] || { echo "rerun changed the output"; exit 1; }
 
-step "a changed valid file redoes only its unit"
+step "a changed valid file redoes only its unit (and removes a killed run's temporary files)"
 train_shards=$(ls "$work/p2/layout_nlp_default/train")
+touch "$work/p2/rejected.txt.tmp.99999" "$work/p2/manifest.yaml.tmp.99999"
 $PY - "$RAW" <<'PY'
 import os, sys, numpy as np
 d = os.path.join(sys.argv[1], "layout/nlp/default/valid")
@@ -102,6 +103,7 @@ grep -q "redo layout:nlp:default valid" "$work/run4.log" || { cat "$work/run4.lo
 [ "$(ls "$work/p2/layout_nlp_default/train")" = "$train_shards" ] || { echo "train shards were rewritten"; exit 1; }
 $CHECK "$RAW" "$work/p2" 1 2
 
+! ls "$work/p2/"*.tmp.99999 2> /dev/null || { echo "a killed run's temporary files were left"; exit 1; }
 step "a transform-only setting refits without rewriting shards"
 shards_before=$(find "$work/p2" -name 'g*-r*.h5' | sort | md5sum)
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.log_columns=false > "$work/run5.log" 2>&1 \
