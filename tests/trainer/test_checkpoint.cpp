@@ -120,7 +120,9 @@ TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
   fs::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryModel, CheckpointTest, ::testing::Values("early_join", "late_join", "early_join_shape", "sage", "sage_config_pool", "sage_shape", "sage_shape_context"));
+INSTANTIATE_TEST_SUITE_P(EveryModel, CheckpointTest,
+                         ::testing::Values("early_join", "late_join", "early_join_shape", "sage", "sage_config_pool",
+                                           "sage_shape", "sage_shape_context", "sage_node_cost"));
 
 // Prediction builds the model a checkpoint records, not the one the config names now
 // (another architecture and width here), and either path loads it.

@@ -164,14 +164,16 @@ void check_split_block(int64_t H) {
 // sage_shape_context, whose weights read each node's neighbourhood, and not sage_shape's,
 // whose weights read the node alone. Only the wide term scores: the readout's score layer
 // is zeroed.
-double wide_term_swap_difference(const std::string& arch_name) {
-  const ModelArch* arch = nullptr;
+const ModelArch* arch_named(const std::string& name) {
   for (const auto& a : model_archs())
-    if (a.name == arch_name) arch = &a;
-  if (arch == nullptr) {
-    ADD_FAILURE() << "no model " << arch_name;
-    return std::nan("");
-  }
+    if (a.name == name) return &a;
+  ADD_FAILURE() << "no model " << name;
+  return nullptr;
+}
+
+double wide_term_swap_difference(const std::string& arch_name) {
+  const ModelArch* arch = arch_named(arch_name);
+  if (arch == nullptr) return std::nan("");
   ProcessedGraph g;
   g.collection = "layout:xla:random";
   g.name = "twins";
@@ -207,6 +209,63 @@ double wide_term_swap_difference(const std::string& arch_name) {
 TEST_F(Models, ContextWideTermTellsEqualNodesInDifferentPlacesApart) {
   EXPECT_LT(wide_term_swap_difference("sage_shape"), 1e-5);
   EXPECT_GT(wide_term_swap_difference("sage_shape_context"), 1e-3);
+}
+
+// Without SAGE blocks a configurable node's per-config state reads only its own layout, so
+// a score that adds up per-node costs satisfies s(x,x) + s(y,y) = s(x,y) + s(y,x) for two
+// layouts x, y at two configurable nodes. sage_node_cost's node-cost term alone (the
+// readout's score zeroed, the wide term zero as at init) does; the pooled readout of
+// sage_shape_context, the control, does not. Returns |s(x,x) + s(y,y) - s(x,y) - s(y,x)|
+// and the spread of the four scores.
+std::pair<double, double> two_node_interaction(const std::string& arch_name, bool node_cost_only) {
+  const ModelArch* arch = arch_named(arch_name);
+  if (arch == nullptr) return {std::nan(""), std::nan("")};
+  std::mt19937_64 rng(8);
+  ProcessedGraph g = random_graph(Kind::Layout, rng, 6, 4, 2);
+  int8_t x[kLayoutConfigDim], y[kLayoutConfigDim];
+  for (int i = 0; i < kLayoutConfigDim; ++i) x[i] = static_cast<int8_t>(i % 3), y[i] = static_cast<int8_t>(2 - i % 4);
+  g.node_config_packed.clear();
+  for (int k = 0; k < 4; ++k)  // config k: node 0 takes (k & 1 ? y : x), node 1 (k & 2 ? y : x)
+    for (int bit : {1, 2}) g.node_config_packed.push_back(pack_layout_values(k & bit ? y : x));
+  ModelOptions opts = small_options(0);
+  opts.layers = 0;
+  auto model = model_of(*arch, kFeat, opts);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) {
+    if (node_cost_only && p.key().find("readout.score") == 0) p.value().zero_();
+    if (p.key().find("node_cost_out") == 0) p.value().normal_();
+  }
+  const auto s = model->forward(make_batch(Kind::Layout, {&g}, {{0, 1, 2, 3}}))[0];
+  const double interaction = (s[0] + s[3] - s[1] - s[2]).abs().item<double>();
+  return {interaction, (s.max() - s.min()).item<double>()};
+}
+
+TEST_F(Models, NodeCostTermAddsUpPerNodeCosts) {
+  const auto [node_cost, node_cost_spread] = two_node_interaction("sage_node_cost", true);
+  EXPECT_GT(node_cost_spread, 1e-2);  // the layouts do move the node-cost term
+  EXPECT_LT(node_cost, 1e-5 * node_cost_spread);
+  const auto [pooled, pooled_spread] = two_node_interaction("sage_shape_context", false);
+  EXPECT_GT(pooled_spread, 1e-3);
+  EXPECT_GT(pooled, 1e-3 * pooled_spread);
+}
+
+// sage_node_cost starts as sage_shape_context: the node-cost MLP's output layer is zero,
+// so with the parameters they share the two score alike.
+TEST_F(Models, NodeCostModelStartsAsTheContextModel) {
+  std::mt19937_64 rng(9);
+  ProcessedGraph a = random_graph(Kind::Layout, rng, 9, 5), b = random_graph(Kind::Layout, rng, 6, 5);
+  const auto batch = make_batch(Kind::Layout, {&a, &b}, {{0, 1, 2, 3}, {4, 2}});
+  auto with_cost = model_of(*arch_named("sage_node_cost"), kFeat, small_options());
+  auto context = model_of(*arch_named("sage_shape_context"), kFeat, small_options());
+  with_cost->eval();
+  context->eval();
+  torch::NoGradGuard no_grad;
+  const auto params = with_cost->named_parameters();
+  for (auto& p : context->named_parameters()) p.value().copy_(*params.find(p.key()));
+  EXPECT_TRUE(torch::allclose(with_cost->forward(batch), context->forward(batch), 1e-6, 1e-7));
+  params.find("node_cost_out.bias")->fill_(0.5);  // one cost per configurable node: 3 each
+  EXPECT_TRUE(torch::allclose(with_cost->forward(batch), context->forward(batch) + 1.5, 1e-6, 1e-6));
 }
 
 // H = 8 takes the kernels' generic paths, H = 32 the vector ones.

@@ -20,6 +20,12 @@
 // instead of its own features: two convolutions of one shape in different places of the
 // graph then weigh their layouts apart, as a flat model's one-hot of (node, value) does
 // within one graph.
+// sage_node_cost is sage_shape_context plus a deep cost per configurable node: a small MLP
+// on each configurable node's per-config state after the SAGE blocks, summed over the
+// graph's configurable nodes. A layout's runtime is close to a sum of what each op costs,
+// and what a node's choice costs depends on its neighbours' choices (a mismatch costs a
+// copy), which its state after the blocks sees; a mean pool of those states followed by
+// an MLP cannot add up per-node nonlinear costs. The MLP's output layer starts at zero.
 #include <string>
 #include <utility>
 
@@ -35,11 +41,15 @@ namespace {
 
 class LayoutSage : public RankingModel {
  public:
-  LayoutSage(std::string arch, int64_t num_node_feat, const ModelOptions& opts, bool pool_config, bool shape,
-             bool wide_context)
+  // The parts beyond sage's: which of the variants above this one is.
+  struct Parts {
+    bool pool_config = false, shape = false, wide_context = false, node_cost = false;
+  };
+
+  LayoutSage(std::string arch, int64_t num_node_feat, const ModelOptions& opts, Parts parts)
       : arch(std::move(arch)),
-        pool_config(pool_config),
-        wide_context(wide_context),
+        pool_config(parts.pool_config),
+        wide_context(parts.wide_context),
         fused(opts.fused),
         encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
         // Sum of one learned vector per (position, value): the same as a linear layer over
@@ -50,11 +60,17 @@ class LayoutSage : public RankingModel {
                 torch::nn::EmbeddingBagOptions(kLayoutConfigDim * kLayoutLevels, opts.hidden).mode(torch::kSum)))),
         config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
         blocks(make_sage_blocks(*this, opts)),
-        readout(register_module("readout", Readout(opts, pool_config ? 2 : 1))) {
-    if (!shape) return;
+        readout(register_module("readout", Readout(opts, parts.pool_config ? 2 : 1))) {
+    torch::NoGradGuard no_grad;
+    if (parts.node_cost) {
+      node_cost_in = register_module("node_cost_in", torch::nn::Linear(opts.hidden, opts.hidden));
+      node_cost_out = register_module("node_cost_out", torch::nn::Linear(opts.hidden, 1));
+      node_cost_out->weight.zero_();
+      node_cost_out->bias.zero_();
+    }
+    if (!parts.shape) return;
     shape_in = register_module("shape_in", torch::nn::Linear(kLayoutShapeFeat, opts.hidden));
     wide = register_module("wide", torch::nn::Linear(opts.hidden, kLayoutShapeFeat + kLayoutConfigDim * kLayoutLevels));
-    torch::NoGradGuard no_grad;
     wide->weight.zero_();
     wide->bias.zero_();
   }
@@ -77,7 +93,17 @@ class LayoutSage : public RankingModel {
     const auto pooled = torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(x, batch, fused)}, -1);
     auto scores = readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
     if (wide && M > 0) scores = scores + wide_cost(wide_context ? context_state(base, graph) : base, batch);
+    if (node_cost_in && M > 0) scores = scores + deep_node_cost(x, batch);
     return scores;
+  }
+
+  // G x S: per graph, the sum over its configurable nodes of the node-cost MLP on their
+  // per-config states x (S x N x H).
+  torch::Tensor deep_node_cost(const torch::Tensor& x, const Batch& batch) {
+    const auto nodes = x.index_select(1, batch.config_node);  // S x M x H
+    const auto per_node = node_cost_out(F::gelu(node_cost_in(nodes)));  // S x M x 1
+    const auto graph_of = batch.node_graph.index_select(0, batch.config_node);  // M
+    return segment_sum(per_node, graph_of, batch.num_graphs).squeeze(-1).transpose(0, 1);
   }
 
   // N x H: the nodes' config-free states after the SAGE blocks.
@@ -124,6 +150,7 @@ class LayoutSage : public RankingModel {
   torch::nn::EmbeddingBag config_embed{nullptr};
   torch::nn::Linear config_out{nullptr};
   torch::nn::Linear shape_in{nullptr}, wide{nullptr};  // the _shape models only
+  torch::nn::Linear node_cost_in{nullptr}, node_cost_out{nullptr};  // sage_node_cost only
   std::vector<SageBlock> blocks;
   Readout readout{nullptr};
 };
@@ -131,19 +158,28 @@ class LayoutSage : public RankingModel {
 }  // namespace
 
 ModelPtr make_layout_sage(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, false, false, false);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, LayoutSage::Parts{});
 }
 
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, true, false, false);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options,
+                                      LayoutSage::Parts{/*pool_config=*/true});
 }
 
 ModelPtr make_layout_sage_shape(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, true, true, false);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options,
+                                      LayoutSage::Parts{/*pool_config=*/true, /*shape=*/true});
 }
 
 ModelPtr make_layout_sage_shape_context(const ModelSpec& spec) {
-  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options, true, true, true);
+  return std::make_shared<LayoutSage>(spec.arch, spec.num_node_feat, spec.options,
+                                      LayoutSage::Parts{/*pool_config=*/true, /*shape=*/true, /*wide_context=*/true});
+}
+
+ModelPtr make_layout_sage_node_cost(const ModelSpec& spec) {
+  return std::make_shared<LayoutSage>(
+      spec.arch, spec.num_node_feat, spec.options,
+      LayoutSage::Parts{/*pool_config=*/true, /*shape=*/true, /*wide_context=*/true, /*node_cost=*/true});
 }
 
 }  // namespace tpuperf

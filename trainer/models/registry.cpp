@@ -13,6 +13,7 @@ ModelPtr make_layout_sage(const ModelSpec& spec);
 ModelPtr make_layout_sage_config_pool(const ModelSpec& spec);
 ModelPtr make_layout_sage_shape(const ModelSpec& spec);
 ModelPtr make_layout_sage_shape_context(const ModelSpec& spec);
+ModelPtr make_layout_sage_node_cost(const ModelSpec& spec);
 
 const std::vector<ModelArch>& model_archs() {
   static const std::vector<ModelArch> archs = {
@@ -34,6 +35,9 @@ const std::vector<ModelArch>& model_archs() {
       {"sage_shape_context", Kind::Layout,
        "sage_shape whose per-node layout cost weights read the node's neighbourhood, not only its own features",
        make_layout_sage_shape_context},
+      {"sage_node_cost", Kind::Layout,
+       "sage_shape_context plus a learned cost per configurable node from its per-config state, summed per graph",
+       make_layout_sage_node_cost},
   };
   return archs;
 }
