@@ -14,6 +14,8 @@
 namespace tpuperf {
 namespace {
 
+constexpr int64_t kNoConfigCount = 0;  // the fold's train configs unknown: the floors uncapped
+
 TrainSettings settings_of(std::vector<std::string> overrides) {
   register_model_choices();
   register_loss_choices();
@@ -24,15 +26,15 @@ TrainSettings settings_of(std::vector<std::string> overrides) {
 
 TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1), 20);  // 6 graphs, 8 per step: one step
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5), 60);           // the bench tree's tile fold
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 714), 714);        // the release's tile pass
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 20);  // 6 graphs, 8 per step: one step
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount), 60);           // the bench tree's tile fold
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 714, kNoConfigCount), 714);        // the release's tile pass
   const TrainSettings floor5 =
       settings_of({"train.layout_min_steps_per_epoch=5", "train.min_steps_per_epoch_by_collection=[]"});
-  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2), 5);
-  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26), 26);
-  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2), 60);
-  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch("tile:xla", 2), 7);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount), 5);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26, kNoConfigCount), 26);
+  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount), 60);
+  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch("tile:xla", 2, kNoConfigCount), 7);
   EXPECT_THROW(settings_of({"train.layout_min_steps_per_epoch=0"}), Error);
   EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
 }
@@ -47,7 +49,7 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000), 20);  // 188 > the floor: no cap
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 1), 1);      // ceil(12 / 128)
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 9, 64), 9);     // a pass over the graphs wins
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 0), 20);     // configs unknown: no cap
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount), 20);  // no cap
   const TrainSettings off = settings_of({"train.max_config_passes_per_epoch=0"});
   EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64), 20);
   const TrainSettings half = settings_of({"train.max_config_passes_per_epoch=0.5"});
@@ -58,16 +60,17 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
 
 TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
   const TrainSettings s = settings_of({});  // the nlp collections' floor is 40 by default
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1), 40);
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1), 40);
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57), 57);  // a longer pass still wins
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1), 20);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57, kNoConfigCount), 57);  // a longer pass still wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount), 20);
   const TrainSettings own = settings_of(
       {"train.min_steps_per_epoch_by_collection=[tile:xla=3, layout:xla:default=9]", "train.layout_min_steps_per_epoch=5"});
-  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1), 3);  // below the kind's floor too
-  EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1), 9);
-  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1), 5);  // the list replaced the default one
-  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=4"}).steps_per_epoch("layout:nlp:default", 1), 4);
+  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount), 3);  // below the kind's floor too
+  EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1, kNoConfigCount), 9);
+  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 5);  // the list replaced the default one
+  const TrainSettings set4 = settings_of({"train.layout_steps_per_epoch=4"});
+  EXPECT_EQ(set4.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 4);
 }
 
 TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
@@ -89,7 +92,7 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
   const auto floors = [](const std::string& list) {
     return settings_of({"train.min_steps_per_epoch_by_collection=" + list});
   };
-  EXPECT_EQ(floors("[tile:xla=1000000000]").steps_per_epoch("tile:xla", 1), 1000000000);
+  EXPECT_EQ(floors("[tile:xla=1000000000]").steps_per_epoch("tile:xla", 1, kNoConfigCount), 1000000000);
   for (const char* bad : {"[tile:xla=1000000001]", "[tile:xla=-3]"}) {
     try {
       floors(bad);
@@ -105,7 +108,7 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
     EXPECT_NE(std::string(e.what()).find("in 'tile:xla=4x': expected an integer"), std::string::npos) << e.what();
   }
   const auto spaced = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla = 7]"});
-  EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1), 7);
+  EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1, kNoConfigCount), 7);
 }
 
 TEST(TrainSettings, LossPerKind) {
@@ -129,8 +132,8 @@ TEST(TrainSettings, LossPerKind) {
 
 TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {
   const TrainSettings s = settings_of({"train.steps_per_epoch=3", "train.tile_steps_per_epoch=7"});
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 500), 7);
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 500), 3);
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 500, kNoConfigCount), 7);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 500, kNoConfigCount), 3);
 }
 
 TEST(TrainSettings, DefaultModelsAreTheShapeAwareOnes) {

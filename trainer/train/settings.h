@@ -47,8 +47,9 @@ struct TrainSettings {
   const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
   // The configured steps per epoch, or, when that is 0, one pass over the train graphs
   // (`pass_steps`) with the collection's floor (its own, else its kind's), the floor capped
-  // at max_config_passes_per_epoch passes over the fold's `train_configs` (0: unknown, no cap).
-  int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs = 0) const;
+  // at max_config_passes_per_epoch passes over the fold's `train_configs` (0: unknown, no
+  // cap). No default: a caller that forgot the count would silently train uncapped.
+  int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs) const;
   // The model the config asks for, for data with this many node feature columns.
   ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
 };
