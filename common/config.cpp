@@ -54,19 +54,8 @@ Config::Value convert(const YAML::Node& node, const ConfigKey& key) {
     }
     case ConfigType::Int:
       return parse_config_int(scalar_of(node, key), key);
-    case ConfigType::Float: {
-      std::string s = scalar_of(node, key);
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || !std::isfinite(v))
-        throw Error("expected a number, got '" + s + "'", "", key.path);
-      if (v < key.min || v > key.max) {
-        std::ostringstream msg;
-        msg << "value " << s << " is out of range [" << key.min << ", " << key.max << "]";
-        throw Error(msg.str(), "", key.path);
-      }
-      return v;
-    }
+    case ConfigType::Float:
+      return parse_config_float(scalar_of(node, key), key);
     case ConfigType::String:
     case ConfigType::Path: {
       std::string s = node.IsNull() ? "" : scalar_of(node, key);
@@ -156,6 +145,19 @@ int64_t parse_config_int(const std::string& text, const ConfigKey& key) {
                     std::to_string(int64_t(key.max)) + "]",
                 "", key.path);
   return static_cast<int64_t>(v);
+}
+
+double parse_config_float(const std::string& text, const ConfigKey& key) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw Error("expected a number, got '" + text + "'", "", key.path);
+  if (v < key.min || v > key.max) {
+    std::ostringstream msg;
+    msg << "value " << text << " is out of range [" << key.min << ", " << key.max << "]";
+    throw Error(msg.str(), "", key.path);
+  }
+  return v;
 }
 
 Config Config::from_text(const std::string& yaml, const std::string& source) {

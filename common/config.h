@@ -36,6 +36,8 @@ const ConfigKey& config_key(const std::string& path);
 // numbers a key holds inside a list entry (e.g. the steps of "layout:nlp:random=40"), so
 // they are checked as the Int key's own values are.
 int64_t parse_config_int(const std::string& text, const ConfigKey& key);
+// The same for a Float key: a finite number (strtod's syntax) within [key.min, key.max].
+double parse_config_float(const std::string& text, const ConfigKey& key);
 // Sets the allowed values of a String key whose choices come from a registry of another
 // part (the trainer's models and losses: the schema lists them, common/ cannot). Until
 // the owner registers them the key takes any string; the owner's tools register before

@@ -57,6 +57,11 @@ assert overall > rnd, f"ensemble {overall} does not beat random {rnd}"
 print(f"overall {overall:.4f} beats random {rnd:.4f}")
 PY
 
+# Each fold logs the model it trains: the xla layout collections at their own dropout
+# (model.layout.dropout_by_collection), the nlp ones at the kind's.
+grep -q "layout:xla:random fold 0: model sage_shape_context (hidden 32, 2 layers, dropout 0.3," "$work/train.log"
+grep -q "layout:nlp:random fold 1: model sage_shape_context (hidden 32, 2 layers, dropout 0.1," "$work/train.log"
+
 step "old checkpoints are not overwritten silently"
 set +e
 mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" > "$work/again.log" 2>&1

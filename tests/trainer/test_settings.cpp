@@ -111,6 +111,39 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
   EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1, kNoConfigCount), 7);
 }
 
+// model.layout.dropout_by_collection replaces model.layout.dropout for the collections it
+// names: by default the two xla layout collections train at 0.3, the nlp ones at the
+// kind's 0.1; [] gives every collection the kind's.
+TEST(TrainSettings, LayoutDropoutPerCollection) {
+  const TrainSettings s = settings_of({});
+  EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:random", 5).options.dropout, 0.3);
+  EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.3);
+  EXPECT_DOUBLE_EQ(s.model_spec("layout:nlp:random", 5).options.dropout, 0.1);
+  EXPECT_DOUBLE_EQ(s.model_spec("tile:xla", 5).options.dropout, 0.1);
+  EXPECT_EQ(s.model_spec("layout:nlp:default", 5).num_node_feat, 5);
+  const TrainSettings none = settings_of({"model.layout.dropout_by_collection=[]", "model.layout.dropout=0.2"});
+  for (const char* c : {"layout:xla:random", "layout:nlp:default"})
+    EXPECT_DOUBLE_EQ(none.model_spec(c, 5).options.dropout, 0.2) << c;
+  const TrainSettings own = settings_of({"model.layout.dropout_by_collection=[layout:nlp:random = 0]"});
+  EXPECT_DOUBLE_EQ(own.model_spec("layout:nlp:random", 5).options.dropout, 0.0);
+  EXPECT_DOUBLE_EQ(own.model_spec("layout:xla:random", 5).options.dropout, 0.1);  // the list replaced the default
+  const std::pair<const char*, const char*> bad[] = {
+      {"[layout:nlp:random]", "expected collection=value"},
+      {"[layout:nlp:random=0.95]", "in 'layout:nlp:random=0.95': value 0.95 is out of range [0, 0.9]"},
+      {"[layout:nlp:random=high]", "expected a number"},
+      {"[layout:xla:random=0.2, layout:xla:random=0.3]", "given twice"},
+      {"[tile:xla=0.2]", "tile:xla is not a layout collection"}};
+  for (const auto& [list, why] : bad) {
+    try {
+      settings_of({std::string("model.layout.dropout_by_collection=") + list});
+      ADD_FAILURE() << list << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("model.layout.dropout_by_collection"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TrainSettings, LossPerKind) {
   const TrainSettings s = settings_of({});
   EXPECT_EQ(s.loss(Kind::Tile).name, "hinge");

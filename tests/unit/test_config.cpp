@@ -99,6 +99,16 @@ TEST(Config, IntegersParseAsAnIntKeysValuesDo) {
   EXPECT_THAT(error_of([] { config_key("preprocess.no_such_key"); }), HasSubstr("preprocess.no_such_key"));
 }
 
+TEST(Config, NumbersParseAsAFloatKeysValuesDo) {
+  const ConfigKey& dropout = config_key("model.layout.dropout");  // 0..0.9
+  EXPECT_DOUBLE_EQ(parse_config_float("0.3", dropout), 0.3);
+  EXPECT_DOUBLE_EQ(parse_config_float("9e-1", dropout), 0.9);
+  EXPECT_THAT(error_of([&] { parse_config_float("0.95", dropout); }), HasSubstr("out of range [0, 0.9]"));
+  for (const char* bad : {"", "0.3x", "nan", "inf", "0.3 "})
+    EXPECT_THAT(error_of([&] { parse_config_float(bad, dropout); }), HasSubstr("expected a number")) << bad;
+  EXPECT_THAT(error_of([&] { parse_config_float("-1", dropout); }), HasSubstr("model.layout.dropout"));
+}
+
 TEST(Config, KnowsWhichKeysTheFileAndOverridesGave) {
   const std::string path = write_temp("train:\n  lr: 0.002\n");
   const Config c = Config::load(path, {"train.epochs=3"});

@@ -145,7 +145,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   }
 
   torch::manual_seed(mix_seed(s.seed, label));
-  const ModelSpec spec = s.model_spec(train.kind(), train.num_node_feat());
+  const ModelSpec spec = s.model_spec(collection, train.num_node_feat());
   ModelPtr model = make_model(spec);
   FusedAdamW opt(model->parameters(), torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
   CheckpointMeta meta;
@@ -173,6 +173,11 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   int64_t train_configs = 0;
   for (int64_t n : train.num_configs()) train_configs += n;
   const int64_t spe = s.steps_per_epoch(collection, sampler.steps_per_pass(), train_configs);
+  if (rank == 0)
+    spdlog::info("{}: model {} (hidden {}, {} layers, dropout {}, {} attention heads), {} steps an epoch over {} "
+                 "train graphs of {} configs",
+                 label, spec.arch, spec.options.hidden, spec.options.layers, spec.options.dropout,
+                 spec.options.attention_heads, spe, train.size(), train_configs);
   int64_t total = s.epochs * spe;
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
     // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.

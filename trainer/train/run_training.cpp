@@ -284,8 +284,7 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
         if (opts.train_only) continue;
       }
       FeatureTransform transform;
-      const Kind kind = Collection::parse(c).kind;
-      const ModelSpec configured = s.model_spec(kind, 0);
+      const ModelSpec configured = s.model_spec(c, 0);
       ModelPtr model = load_trained_model(best, configured, configured.options.fused, &transform);
       // The sets were transformed with the manifest's transform; a model trained on other
       // data (predict-only on a new processed_dir) needs its own: reload with it.

@@ -27,26 +27,30 @@ std::string trimmed(const std::string& s) {
   return first == std::string::npos ? "" : s.substr(first, last - first + 1);
 }
 
-// "layout:nlp:random=40" (spaces around '=' allowed) -> {"layout:nlp:random", 40}; Error
-// naming the key and the entry on a bad one. Steps are read and bounded as the kinds' own
-// floors (train.layout_min_steps_per_epoch) are.
-std::map<std::string, int64_t> collection_floors(const std::vector<std::string>& entries, const std::string& key) {
-  const ConfigKey& steps_key = config_key("train.layout_min_steps_per_epoch");
-  std::map<std::string, int64_t> floors;
+// Entries "collection=value" of a per-collection list (spaces around '=' allowed), e.g.
+// "layout:nlp:random=40" -> {"layout:nlp:random", 40}. Each value is read and bounded as
+// the key `value_key` reads its own (parse_config_int / parse_config_float); Error naming
+// the list's key and the entry on a bad one.
+template <typename T>
+std::map<std::string, T> per_collection(const std::vector<std::string>& entries, const std::string& key,
+                                        const std::string& value_key,
+                                        T (*parse)(const std::string&, const ConfigKey&)) {
+  const ConfigKey& bounds = config_key(value_key);
+  std::map<std::string, T> values;
   for (const auto& entry : entries) {
     const auto eq = entry.find('=');
-    if (eq == std::string::npos) throw Error("expected collection=steps, got '" + entry + "'", "", key);
+    if (eq == std::string::npos) throw Error("expected collection=value, got '" + entry + "'", "", key);
     std::string id;
-    int64_t steps = 0;
+    T value{};
     try {
       id = Collection::parse(trimmed(entry.substr(0, eq))).id();
-      steps = parse_config_int(trimmed(entry.substr(eq + 1)), steps_key);
+      value = parse(trimmed(entry.substr(eq + 1)), bounds);
     } catch (const Error& e) {
       throw Error(std::string("in '") + entry + "': " + e.reason(), "", key);
     }
-    if (!floors.emplace(id, steps).second) throw Error(id + " is given twice", "", key);
+    if (!values.emplace(id, value).second) throw Error(id + " is given twice", "", key);
   }
-  return floors;
+  return values;
 }
 
 }  // namespace
@@ -81,8 +85,15 @@ TrainSettings::TrainSettings(const Config& cfg)
   tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
   layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
   max_config_passes_per_epoch = cfg.get_float("train.max_config_passes_per_epoch");
-  collection_min_steps = collection_floors(cfg.get_list("train.min_steps_per_epoch_by_collection"),
-                                           "train.min_steps_per_epoch_by_collection");
+  collection_min_steps = per_collection<int64_t>(cfg.get_list("train.min_steps_per_epoch_by_collection"),
+                                                 "train.min_steps_per_epoch_by_collection",
+                                                 "train.layout_min_steps_per_epoch", parse_config_int);
+  collection_dropout = per_collection<double>(cfg.get_list("model.layout.dropout_by_collection"),
+                                              "model.layout.dropout_by_collection", "model.layout.dropout",
+                                              parse_config_float);
+  for (const auto& [id, p] : collection_dropout)
+    if (Collection::parse(id).kind != Kind::Layout)
+      throw Error(id + " is not a layout collection", "", "model.layout.dropout_by_collection");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
   if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
   for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
@@ -124,6 +135,13 @@ ModelSpec TrainSettings::model_spec(Kind kind, int64_t num_node_feat) const {
   spec.arch = kind == Kind::Tile ? tile_arch : layout_arch;
   spec.num_node_feat = num_node_feat;
   spec.options = kind == Kind::Tile ? tile_model : layout_model;
+  return spec;
+}
+
+ModelSpec TrainSettings::model_spec(const std::string& collection, int64_t num_node_feat) const {
+  ModelSpec spec = model_spec(Collection::parse(collection).kind, num_node_feat);
+  const auto own = collection_dropout.find(collection);
+  if (own != collection_dropout.end()) spec.options.dropout = own->second;
   return spec;
 }
 

@@ -36,6 +36,7 @@ struct TrainSettings {
   uint64_t seed = 0;
   std::string tile_arch = "early_join_shape", layout_arch = "sage_shape_context";
   ModelOptions tile_model, layout_model;
+  std::map<std::string, double> collection_dropout;  // replaces layout_model.dropout
   std::string ensemble = "mean_z";
   bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
 
@@ -50,8 +51,10 @@ struct TrainSettings {
   // at max_config_passes_per_epoch passes over the fold's `train_configs` (0: unknown, no
   // cap). No default: a caller that forgot the count would silently train uncapped.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs) const;
-  // The model the config asks for, for data with this many node feature columns.
+  // The model the config asks for, for data with this many node feature columns: the
+  // kind's, or the collection's (its own dropout, model.layout.dropout_by_collection).
   ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
+  ModelSpec model_spec(const std::string& collection, int64_t num_node_feat) const;
 };
 
 // Where a fold's files live below output.dir.
