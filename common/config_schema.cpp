@@ -132,7 +132,8 @@ std::vector<ConfigKey>& schema_table() {
       {"model.layout.arch", T::String, "sage_shape_context", "layout model architecture"},
       {"model.layout.hidden", T::Int, "64", "layout model width", 4, 4096},
       {"model.layout.layers", T::Int, "3", "layout model SAGE blocks", 0, 64},
-      {"model.layout.dropout", T::Float, "0.1", "layout model dropout", 0, 0.9},
+      {"model.layout.dropout", T::Float, "0.1",
+       "layout model dropout, except for the collections model.layout.dropout_by_collection names", 0, 0.9},
       // Dropout 0.3 against 0.1, the xla collections against the nlp ones, in every measure
       // we have (RESULTS.md, "Baselines: analysis" (7)): the real layout module within one
       // graph (xla) 0.416 against 0.389 (10 splits, 2 seeds); the bench tree's cv (quality
@@ -140,7 +141,7 @@ std::vector<ConfigKey>& schema_table() {
       // nlp:default 0.263 against 0.273, nlp:random 0.668 against 0.688; within one generated
       // graph nlp:random 0.943 against 0.955, xla level.
       {"model.layout.dropout_by_collection", T::StringList, "[layout:xla:random=0.3, layout:xla:default=0.3]",
-       "per-collection layout dropout (collection=p) that replaces model.layout.dropout"},
+       "per-collection layout dropout (collection=dropout) that replaces model.layout.dropout"},
       {"model.layout.attention_heads", T::Int, "4",
        "layout model cross-config attention heads (0: off; must divide hidden)", 0, 64},
       {"model.layout.opcode_dim", T::Int, "32", "layout model opcode embedding width", 1, 4096},

@@ -11,7 +11,7 @@
 #
 # Usage: bench_layout_arch.sh [BIN_DIR]     (default: <repo>/build/bin)
 # Environment: ARCHS (default "sage sage_config_pool sage_shape
-#   sage_shape_context"); TPUPERF_BENCH_DIR (default
+#   sage_shape_context sage_node_cost"); TPUPERF_BENCH_DIR (default
 #   /tmp/tpuperf-bench); TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw); RESULTS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +21,7 @@ CACHE=${TPUPERF_BENCH_DIR:-/tmp/tpuperf-bench}
 GEN=${TPUPERF_BENCH_RAW:-$CACHE/raw}
 WORK=$CACHE/layout-arch
 RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
-ARCHS=${ARCHS:-sage sage_config_pool sage_shape sage_shape_context}
+ARCHS=${ARCHS:-sage sage_config_pool sage_shape sage_shape_context sage_node_cost}
 COLLS="[layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default]"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi() { local n=$1; shift; mpirun --bind-to none --oversubscribe -np "$n" "$@"; }
@@ -85,11 +85,11 @@ lines = ["## Layout architectures", "",
          f"Machine: {machine()}; other jobs may share it (load per run below).", "",
          "Data: the bench tree (`tpuperf-synth --scale bench --seed 0`), its four layout collections, "
          "`preprocess.folds=2`. Each run: `mpirun -np 2 tpuperf-train` with the training bench's quality "
-         "settings (hidden 32, 2 layers, 4 attention heads, dropout 0.1, 8 epochs of 20 steps of 8 graphs, "
-         "slate 16, lr 0.003, seed 0), only `model.layout.arch` differing. Test: Kendall tau of the "
-         "submission by tpuperf-score (2 test graphs per collection: noisy); valid: the fold ensemble on "
-         "the valid split; cv: the mean out-of-fold score of the best epochs (the figure least exposed to "
-         "the few test graphs).", "",
+         "settings (hidden 32, 2 layers, 4 attention heads, dropout 0.1 for every collection, 8 epochs of "
+         "20 steps of 8 graphs, slate 16, lr 0.003, seed 0), only `model.layout.arch` differing. Test: "
+         "Kendall tau of the submission by tpuperf-score (2 test graphs per collection: noisy); valid: "
+         "the fold ensemble on the valid split; cv: the mean out-of-fold score of the best epochs (the "
+         "figure least exposed to the few test graphs).", "",
          "| collection | " + " | ".join(f"{a} test / valid / cv" for a in archs) + " |",
          "|---|" + "---|" * len(archs)]
 for c in colls:
@@ -108,8 +108,9 @@ lines += ["", "sage pools each config's node states per graph by mean and max ov
           "trainer/models/shape_features.h) in its config embedding and a wide term summed over the "
           "configurable nodes, its per-node weights computed from the node's own state; "
           "sage_shape_context computes them from the node's config-free state after the SAGE blocks "
-          "(its neighbourhood). Every run here has the same 8 x 20 steps, so the differences are the "
-          "architectures'.", ""]
+          "(its neighbourhood); sage_node_cost adds to sage_shape_context a learned cost per configurable "
+          "node (an MLP on the node's per-config state after the blocks) summed per graph. Every run here "
+          "has the same 8 x 20 steps, so the differences are the architectures'.", ""]
 replace_section(results, "Layout architectures", "\n".join(lines))
 print("\n".join(lines))
 print(f"wrote {results}")

@@ -57,10 +57,11 @@ assert overall > rnd, f"ensemble {overall} does not beat random {rnd}"
 print(f"overall {overall:.4f} beats random {rnd:.4f}")
 PY
 
-# Each fold logs the model it trains: the xla layout collections at their own dropout
-# (model.layout.dropout_by_collection), the nlp ones at the kind's.
-grep -q "layout:xla:random fold 0: model sage_shape_context (hidden 32, 2 layers, dropout 0.3," "$work/train.log"
-grep -q "layout:nlp:random fold 1: model sage_shape_context (hidden 32, 2 layers, dropout 0.1," "$work/train.log"
+step "each fold logs its model: xla layout at its own dropout, nlp at the kind's"
+for want in "layout:xla:random fold 0: model sage_shape_context (hidden 32, 2 layers, dropout 0.3," \
+            "layout:nlp:random fold 1: model sage_shape_context (hidden 32, 2 layers, dropout 0.1,"; do
+  grep -qF "$want" "$work/train.log" || { grep ": model " "$work/train.log"; echo "expected '$want'"; exit 1; }
+done
 
 step "old checkpoints are not overwritten silently"
 set +e

@@ -47,6 +47,7 @@ void expect_same(const ModelArch& arch, torch::ScalarType dtype, int64_t hidden,
   opts.hidden = hidden;
   torch::manual_seed(3);
   ModelPtr fused = model_of(arch, kFeat, opts);
+  randomize_zero_started_layers(*fused);
   opts.fused = false;
   ModelPtr plain = model_of(arch, kFeat, opts);
   fused->to(dtype);

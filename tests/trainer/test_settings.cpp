@@ -107,6 +107,12 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("in 'tile:xla=4x': expected an integer"), std::string::npos) << e.what();
   }
+  try {
+    floors("[tile:xla]");
+    ADD_FAILURE() << "an entry without steps was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected collection=steps, got 'tile:xla'"), std::string::npos) << e.what();
+  }
   const auto spaced = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla = 7]"});
   EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1, kNoConfigCount), 7);
 }
@@ -128,7 +134,7 @@ TEST(TrainSettings, LayoutDropoutPerCollection) {
   EXPECT_DOUBLE_EQ(own.model_spec("layout:nlp:random", 5).options.dropout, 0.0);
   EXPECT_DOUBLE_EQ(own.model_spec("layout:xla:random", 5).options.dropout, 0.1);  // the list replaced the default
   const std::pair<const char*, const char*> bad[] = {
-      {"[layout:nlp:random]", "expected collection=value"},
+      {"[layout:nlp:random]", "expected collection=dropout, got 'layout:nlp:random'"},
       {"[layout:nlp:random=0.95]", "in 'layout:nlp:random=0.95': value 0.95 is out of range [0, 0.9]"},
       {"[layout:nlp:random=high]", "expected a number"},
       {"[layout:xla:random=0.2, layout:xla:random=0.3]", "given twice"},

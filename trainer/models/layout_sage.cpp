@@ -61,6 +61,9 @@ class LayoutSage : public RankingModel {
         config_out(register_module("config_out", torch::nn::Linear(opts.hidden, opts.hidden))),
         blocks(make_sage_blocks(*this, opts)),
         readout(register_module("readout", Readout(opts, parts.pool_config ? 2 : 1))) {
+    // forward adds the wide and node-cost terms only on the config-pool path.
+    TORCH_CHECK(parts.pool_config || !(parts.shape || parts.node_cost), "layout parts need pool_config");
+    TORCH_CHECK(parts.shape || !parts.wide_context, "wide_context needs shape");
     torch::NoGradGuard no_grad;
     if (parts.node_cost) {
       node_cost_in = register_module("node_cost_in", torch::nn::Linear(opts.hidden, opts.hidden));
@@ -101,9 +104,7 @@ class LayoutSage : public RankingModel {
   // per-config states x (S x N x H).
   torch::Tensor deep_node_cost(const torch::Tensor& x, const Batch& batch) {
     const auto nodes = x.index_select(1, batch.config_node);  // S x M x H
-    const auto per_node = node_cost_out(F::gelu(node_cost_in(nodes)));  // S x M x 1
-    const auto graph_of = batch.node_graph.index_select(0, batch.config_node);  // M
-    return segment_sum(per_node, graph_of, batch.num_graphs).squeeze(-1).transpose(0, 1);
+    return sum_per_graph(node_cost_out(F::gelu(node_cost_in(nodes))), batch);  // S x M x 1 -> G x S
   }
 
   // N x H: the nodes' config-free states after the SAGE blocks.
@@ -116,7 +117,7 @@ class LayoutSage : public RankingModel {
   // G x S: per graph, the sum over its configurable nodes of <wide(node state), [shape
   // features, one-hot values]> of each slot's config; `state` is N x H.
   torch::Tensor wide_cost(const torch::Tensor& state, const Batch& batch) {
-    const int64_t S = batch.slate, M = batch.config_node.size(0), G = batch.num_graphs;
+    const int64_t S = batch.slate, M = batch.config_node.size(0);
     const auto& shape_feat = require_config_shape(batch, arch);
     const auto weights = wide(state.index_select(0, batch.config_node));  // M x (F + 126)
     const auto w_shape = weights.narrow(1, 0, kLayoutShapeFeat);
@@ -126,8 +127,13 @@ class LayoutSage : public RankingModel {
     // graph does not build an S x M x 126 one-hot.
     const auto picked = w_values.unsqueeze(0).expand({S, M, w_values.size(1)}).gather(2, batch.config_values);
     const auto per_node = (shape_feat * w_shape.unsqueeze(0)).sum(-1) + picked.sum(-1);  // S x M
+    return sum_per_graph(per_node.unsqueeze(-1), batch);
+  }
+
+  // S x M x 1 terms of the configurable nodes -> G x S: their sum over each graph's nodes.
+  static torch::Tensor sum_per_graph(const torch::Tensor& per_node, const Batch& batch) {
     const auto graph_of = batch.node_graph.index_select(0, batch.config_node);  // M
-    return segment_sum(per_node.unsqueeze(-1), graph_of, G).squeeze(-1).transpose(0, 1);
+    return segment_sum(per_node, graph_of, batch.num_graphs).squeeze(-1).transpose(0, 1);
   }
 
   // Sum over the 18 positions of config_embed's row for (position, value). The fused path

@@ -28,6 +28,7 @@ struct RunDir {
 
   int64_t chunk(Kind kind) const;
   // The configured model of a collection (for checkpoints written before specs were recorded).
+  // Its dropout is the kind's: ranking runs the models in evaluation mode, where it does nothing.
   ModelSpec configured_model(Kind kind) const;
   // Best checkpoints of fold 0, 1, ... of the collection. Throws Error naming the run
   // directory and what is missing.

@@ -27,19 +27,19 @@ std::string trimmed(const std::string& s) {
   return first == std::string::npos ? "" : s.substr(first, last - first + 1);
 }
 
-// Entries "collection=value" of a per-collection list (spaces around '=' allowed), e.g.
-// "layout:nlp:random=40" -> {"layout:nlp:random", 40}. Each value is read and bounded as
-// the key `value_key` reads its own (parse_config_int / parse_config_float); Error naming
-// the list's key and the entry on a bad one.
+// Entries "collection=<value_name>" of a per-collection list (spaces around '=' allowed),
+// e.g. "layout:nlp:random=40" -> {"layout:nlp:random", 40}. Each value is read and bounded
+// as the key `value_key` reads its own (parse_config_int / parse_config_float); Error
+// naming the list's key and the entry on a bad one.
 template <typename T>
 std::map<std::string, T> per_collection(const std::vector<std::string>& entries, const std::string& key,
-                                        const std::string& value_key,
+                                        const std::string& value_name, const std::string& value_key,
                                         T (*parse)(const std::string&, const ConfigKey&)) {
   const ConfigKey& bounds = config_key(value_key);
   std::map<std::string, T> values;
   for (const auto& entry : entries) {
     const auto eq = entry.find('=');
-    if (eq == std::string::npos) throw Error("expected collection=value, got '" + entry + "'", "", key);
+    if (eq == std::string::npos) throw Error("expected collection=" + value_name + ", got '" + entry + "'", "", key);
     std::string id;
     T value{};
     try {
@@ -86,11 +86,11 @@ TrainSettings::TrainSettings(const Config& cfg)
   layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
   max_config_passes_per_epoch = cfg.get_float("train.max_config_passes_per_epoch");
   collection_min_steps = per_collection<int64_t>(cfg.get_list("train.min_steps_per_epoch_by_collection"),
-                                                 "train.min_steps_per_epoch_by_collection",
+                                                 "train.min_steps_per_epoch_by_collection", "steps",
                                                  "train.layout_min_steps_per_epoch", parse_config_int);
   collection_dropout = per_collection<double>(cfg.get_list("model.layout.dropout_by_collection"),
-                                              "model.layout.dropout_by_collection", "model.layout.dropout",
-                                              parse_config_float);
+                                              "model.layout.dropout_by_collection", "dropout",
+                                              "model.layout.dropout", parse_config_float);
   for (const auto& [id, p] : collection_dropout)
     if (Collection::parse(id).kind != Kind::Layout)
       throw Error(id + " is not a layout collection", "", "model.layout.dropout_by_collection");
@@ -102,7 +102,7 @@ TrainSettings::TrainSettings(const Config& cfg)
     find_loss(loss->name, key);
   }
   // Building each model once checks its name and options, naming the key, before any work.
-  for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(model_spec(kind, 1));
+  for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(kind_model_spec(kind, 1));
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
 }
@@ -129,7 +129,7 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
   return std::max(pass_steps, floor);
 }
 
-ModelSpec TrainSettings::model_spec(Kind kind, int64_t num_node_feat) const {
+ModelSpec TrainSettings::kind_model_spec(Kind kind, int64_t num_node_feat) const {
   ModelSpec spec;
   spec.kind = kind;
   spec.arch = kind == Kind::Tile ? tile_arch : layout_arch;
@@ -139,7 +139,7 @@ ModelSpec TrainSettings::model_spec(Kind kind, int64_t num_node_feat) const {
 }
 
 ModelSpec TrainSettings::model_spec(const std::string& collection, int64_t num_node_feat) const {
-  ModelSpec spec = model_spec(Collection::parse(collection).kind, num_node_feat);
+  ModelSpec spec = kind_model_spec(Collection::parse(collection).kind, num_node_feat);
   const auto own = collection_dropout.find(collection);
   if (own != collection_dropout.end()) spec.options.dropout = own->second;
   return spec;

@@ -51,10 +51,11 @@ struct TrainSettings {
   // at max_config_passes_per_epoch passes over the fold's `train_configs` (0: unknown, no
   // cap). No default: a caller that forgot the count would silently train uncapped.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs) const;
-  // The model the config asks for, for data with this many node feature columns: the
-  // kind's, or the collection's (its own dropout, model.layout.dropout_by_collection).
-  ModelSpec model_spec(Kind kind, int64_t num_node_feat) const;
+  // The model the config asks a collection's folds for, for data with this many node
+  // feature columns: its kind's, with its own dropout (model.layout.dropout_by_collection).
   ModelSpec model_spec(const std::string& collection, int64_t num_node_feat) const;
+  // The kind's model alone, without any collection's own settings.
+  ModelSpec kind_model_spec(Kind kind, int64_t num_node_feat) const;
 };
 
 // Where a fold's files live below output.dir.
