@@ -118,12 +118,12 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
 }
 
 // model.layout.dropout_by_collection replaces model.layout.dropout for the collections it
-// names: by default the two xla layout collections train at 0.3, the nlp ones at the
+// names: by default layout:xla:random trains at 0.3, the other layout collections at the
 // kind's 0.1; [] gives every collection the kind's.
 TEST(TrainSettings, LayoutDropoutPerCollection) {
   const TrainSettings s = settings_of({});
   EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:random", 5).options.dropout, 0.3);
-  EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.3);
+  EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.1);
   EXPECT_DOUBLE_EQ(s.model_spec("layout:nlp:random", 5).options.dropout, 0.1);
   EXPECT_DOUBLE_EQ(s.model_spec("tile:xla", 5).options.dropout, 0.1);
   EXPECT_EQ(s.model_spec("layout:nlp:default", 5).num_node_feat, 5);
