@@ -45,7 +45,8 @@
 #                           [--reuse-tpuperf] [--no-results]
 # --reuse-tpuperf keeps the tpuperf runs of an earlier bench (their tpuperf.json in the work
 # dir; the splits are deterministic, so the trees are the same) that trained the same
-# collections with the same settings, and reruns only the flat models and the tables.
+# collections with the same settings, the same schema defaults (tpuperf-train --help-config)
+# and the same WITHIN_MAX_* limits, and reruns only the flat models and the tables.
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw): the bench tree, generated when
 #   absent; RESULTS (default <repo>/tests/bench/RESULTS.md); WITHIN_REAL_SEEDS (10),
@@ -82,6 +83,7 @@ WITHIN_REAL_TILE_SEEDS=${WITHIN_REAL_TILE_SEEDS:-3}
 WITHIN_TILE_GEN=${WITHIN_TILE_GEN:-2}
 WITHIN_MAX_TRAIN=${WITHIN_MAX_TRAIN:-2000}
 WITHIN_MAX_TEST=${WITHIN_MAX_TEST:-1000}
+SCHEMA_DIGEST=$("$BIN/tpuperf-train" --help-config | sha256sum | cut -c1-16)
 ACROSS_PER_GRAPH=${ACROSS_PER_GRAPH:-1000}
 NICE="nice -n ${NICE:-19}"
 PY=/usr/bin/python3
@@ -119,8 +121,9 @@ ensure_bench_tree "$BIN" "$RAW" $NICE
 run_tpuperf() {
   local name=$1 tree=$2 colls=$3; shift 3
   local dir=$WORK/$name
-  # What the run was asked for; --reuse-tpuperf keeps only a run asked for the same.
-  local request="$colls $*"
+  # What the run was asked for; --reuse-tpuperf keeps only a run asked for the same. The
+  # schema's defaults count: a run of older defaults is not what the defaults give now.
+  local request="$colls $* defaults:$SCHEMA_DIGEST within:$WITHIN_MAX_TRAIN/$WITHIN_MAX_TEST"
   if [ "$REUSE_TPUPERF" = 1 ] && [ -f "$dir/tpuperf.json" ] &&
     [ "$(cat "$dir/request.txt" 2>/dev/null)" = "$request" ]; then
     echo "$name: the earlier tpuperf run kept (--reuse-tpuperf)"
