@@ -135,6 +135,11 @@ void collect_garbage(const std::string& processed_dir, const Manifest& m) {
   std::set<std::string> referenced;
   for (const auto& sh : m.shards) referenced.insert(sh.file);
   for (const auto& [c, f] : m.feature_files) referenced.insert(f);
+  const auto remove = [&](const fs::path& path) {
+    std::error_code ec;  // best effort: a file that stays is removed by the next run
+    fs::remove(path, ec);
+    spdlog::debug("removed {}", fs::relative(path, processed_dir).string());
+  };
   // Only the manifest's collections: a run over fewer collections leaves the others'
   // files alone (a later run that selects them again redoes them).
   for (const auto& c : m.collections) {
@@ -142,25 +147,17 @@ void collect_garbage(const std::string& processed_dir, const Manifest& m) {
     if (!fs::is_directory(dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
       if (!e.is_regular_file()) continue;
-      std::string rel = fs::relative(e.path(), processed_dir).string();
       std::string name = e.path().filename().string();
       bool ours = name.find(".h5") != std::string::npos || name.find(".tmp") != std::string::npos;
-      if (ours && !referenced.count(rel)) {
-        std::error_code ec;
-        fs::remove(e.path(), ec);
-        spdlog::debug("removed unreferenced {}", rel);
-      }
+      if (ours && !referenced.count(fs::relative(e.path(), processed_dir).string())) remove(e.path());
     }
   }
   // The temporary copies a killed run's atomic writes of the top-level files left behind.
   for (const auto& e : fs::directory_iterator(processed_dir)) {
+    if (!e.is_regular_file()) continue;
     const std::string name = e.path().filename().string();
-    for (const std::string top : {kManifestFileName, kRejectedFileName}) {
-      if (!e.is_regular_file() || name.rfind(top + ".tmp.", 0) != 0) continue;
-      std::error_code ec;
-      fs::remove(e.path(), ec);
-      spdlog::debug("removed {}", name);
-    }
+    for (const std::string top : {kManifestFileName, kRejectedFileName})
+      if (name.rfind(top + ".tmp.", 0) == 0) remove(e.path());
   }
 }
 
