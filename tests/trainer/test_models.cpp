@@ -331,8 +331,15 @@ void check_batches_add_up(const ModelArch& arch) {
     ASSERT_EQ(whole.size(), parts.size());
     double largest = 0;
     for (size_t i = 0; i < whole.size(); ++i) {
-      EXPECT_TRUE(torch::allclose(whole[i], parts[i], 1e-4, 1e-6)) << loss << " parameter " << i;
-      largest = std::max(largest, whole[i].abs().max().template item<double>());
+      // Relative to the parameter's largest gradient, not per element: an element near zero
+      // is a sum of larger terms and carries their rounding (7e-6 of 22 on an AVX-512 CPU
+      // for sage_node_cost under log_mse). A batching bug (padding or another graph leaking
+      // into a loss) moves gradients by a share of their size, far above this bound; the 1e-6
+      // floor is for gradients that are zero but for rounding (a bias before a LayerNorm).
+      const double scale = whole[i].abs().max().template item<double>();
+      const double diff = (whole[i] - parts[i]).abs().max().template item<double>();
+      EXPECT_LE(diff, 1e-5 * scale + 1e-6) << loss << " parameter " << i << " (largest gradient " << scale << ")";
+      largest = std::max(largest, scale);
     }
     EXPECT_GT(largest, 1e-4) << loss;  // the check compares real gradients
   }
