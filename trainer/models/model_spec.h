@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/collection.h"
+#include "common/config.h"
 
 namespace tpuperf {
 
@@ -28,5 +29,10 @@ struct ModelSpec {
   int64_t num_node_feat = 0;   // columns of the transformed node features
   ModelOptions options;
 };
+
+// The spec the config's model.<kind>.* keys and model.fused describe (num_node_feat 0: the
+// data sets it). The one reader of those keys: training builds its models from it, and the
+// ranker falls back to it for checkpoints that predate recording their spec.
+ModelSpec configured_model_spec(const Config& cfg, Kind kind);
 
 }  // namespace tpuperf

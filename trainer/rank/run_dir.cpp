@@ -22,19 +22,7 @@ int64_t RunDir::chunk(Kind kind) const {
   return config.get_int(kind == Kind::Tile ? "train.tile_eval_chunk" : "train.layout_eval_chunk");
 }
 
-ModelSpec RunDir::configured_model(Kind kind) const {
-  const std::string p = kind == Kind::Tile ? "model.tile." : "model.layout.";
-  ModelSpec s;
-  s.kind = kind;
-  s.arch = config.get_string(p + "arch");
-  s.options.hidden = config.get_int(p + "hidden");
-  s.options.layers = config.get_int(p + "layers");
-  s.options.dropout = config.get_float(p + "dropout");
-  s.options.opcode_dim = config.get_int(p + "opcode_dim");
-  s.options.attention_heads = config.get_int(p + "attention_heads");
-  s.options.fused = config.get_bool("model.fused");
-  return s;
-}
+ModelSpec RunDir::configured_model(Kind kind) const { return configured_model_spec(config, kind); }
 
 std::vector<std::string> RunDir::fold_checkpoints(const std::string& collection) const {
   std::vector<std::string> out;

@@ -11,17 +11,6 @@ namespace tpuperf {
 
 namespace {
 
-ModelOptions model_options(const Config& cfg, const std::string& prefix) {
-  ModelOptions o;
-  o.hidden = cfg.get_int(prefix + "hidden");
-  o.layers = cfg.get_int(prefix + "layers");
-  o.dropout = cfg.get_float(prefix + "dropout");
-  o.opcode_dim = cfg.get_int(prefix + "opcode_dim");
-  o.attention_heads = cfg.get_int(prefix + "attention_heads");
-  o.fused = cfg.get_bool("model.fused");
-  return o;
-}
-
 std::string trimmed(const std::string& s) {
   const auto first = s.find_first_not_of(" \t"), last = s.find_last_not_of(" \t");
   return first == std::string::npos ? "" : s.substr(first, last - first + 1);
@@ -73,10 +62,10 @@ TrainSettings::TrainSettings(const Config& cfg)
       stall_timeout_s(cfg.get_float("train.stall_timeout_s")),
       config_cache_mb(cfg.get_float("train.config_cache_mb")),
       seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
-      tile_arch(cfg.get_string("model.tile.arch")),
-      layout_arch(cfg.get_string("model.layout.arch")),
-      tile_model(model_options(cfg, "model.tile.")),
-      layout_model(model_options(cfg, "model.layout.")),
+      tile_arch(configured_model_spec(cfg, Kind::Tile).arch),
+      layout_arch(configured_model_spec(cfg, Kind::Layout).arch),
+      tile_model(configured_model_spec(cfg, Kind::Tile).options),
+      layout_model(configured_model_spec(cfg, Kind::Layout).options),
       ensemble(cfg.get_string("output.ensemble")),
       tile_keep_default(cfg.get_bool("output.tile_keep_default")) {
   const int64_t steps = cfg.get_int("train.steps_per_epoch");
