@@ -150,6 +150,32 @@ TEST(TrainSettings, LayoutDropoutPerCollection) {
   }
 }
 
+// model.layout.attention_heads_by_collection replaces model.layout.attention_heads for the
+// collections it names: by default layout:xla:default has none, the others the kind's 4.
+TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
+  const TrainSettings s = settings_of({});
+  EXPECT_EQ(s.model_spec("layout:xla:default", 5).options.attention_heads, 0);
+  for (const char* c : {"layout:xla:random", "layout:nlp:random", "layout:nlp:default"})
+    EXPECT_EQ(s.model_spec(c, 5).options.attention_heads, 4) << c;
+  EXPECT_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.1);  // only the heads differ
+  const TrainSettings own = settings_of({"model.layout.attention_heads_by_collection=[layout:nlp:random=8]"});
+  EXPECT_EQ(own.model_spec("layout:nlp:random", 5).options.attention_heads, 8);
+  EXPECT_EQ(own.model_spec("layout:xla:default", 5).options.attention_heads, 4);  // the list replaced the default
+  const std::pair<const char*, const char*> bad[] = {
+      {"[layout:nlp:random=3]", "must divide model.layout.hidden (64)"},
+      {"[layout:nlp:random=-1]", "out of range [0, 64]"},
+      {"[tile:xla=0]", "tile:xla is not a layout collection"}};
+  for (const auto& [list, why] : bad) {
+    try {
+      settings_of({std::string("model.layout.attention_heads_by_collection=") + list});
+      ADD_FAILURE() << list << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("model.layout.attention_heads_by_collection"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TrainSettings, LossPerKind) {
   const TrainSettings s = settings_of({});
   EXPECT_EQ(s.loss(Kind::Tile).name, "hinge");

@@ -42,6 +42,14 @@ std::map<std::string, T> per_collection(const std::vector<std::string>& entries,
   return values;
 }
 
+// Error naming `key` if a per-collection list of model options names a tile collection.
+template <typename T>
+void require_layout_collections(const std::map<std::string, T>& values, const std::string& key) {
+  for (const auto& entry : values)
+    if (Collection::parse(entry.first).kind != Kind::Layout)
+      throw Error(entry.first + " is not a layout collection", "", key);
+}
+
 }  // namespace
 
 TrainSettings::TrainSettings(const Config& cfg)
@@ -80,9 +88,11 @@ TrainSettings::TrainSettings(const Config& cfg)
   collection_dropout = per_collection<double>(cfg.get_list("model.layout.dropout_by_collection"),
                                               "model.layout.dropout_by_collection", "dropout",
                                               "model.layout.dropout", parse_config_float);
-  for (const auto& [id, p] : collection_dropout)
-    if (Collection::parse(id).kind != Kind::Layout)
-      throw Error(id + " is not a layout collection", "", "model.layout.dropout_by_collection");
+  collection_attention_heads = per_collection<int64_t>(
+      cfg.get_list("model.layout.attention_heads_by_collection"), "model.layout.attention_heads_by_collection",
+      "heads", "model.layout.attention_heads", parse_config_int);
+  require_layout_collections(collection_dropout, "model.layout.dropout_by_collection");
+  require_layout_collections(collection_attention_heads, "model.layout.attention_heads_by_collection");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
   if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
   for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
@@ -92,6 +102,13 @@ TrainSettings::TrainSettings(const Config& cfg)
   }
   // Building each model once checks its name and options, naming the key, before any work.
   for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(kind_model_spec(kind, 1));
+  for (const auto& [id, heads] : collection_attention_heads) {
+    try {
+      make_model(model_spec(id, 1));
+    } catch (const std::exception& e) {
+      throw Error(id + "=" + std::to_string(heads) + ": " + e.what(), "", "model.layout.attention_heads_by_collection");
+    }
+  }
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
 }
@@ -131,6 +148,8 @@ ModelSpec TrainSettings::model_spec(const std::string& collection, int64_t num_n
   ModelSpec spec = kind_model_spec(Collection::parse(collection).kind, num_node_feat);
   const auto own = collection_dropout.find(collection);
   if (own != collection_dropout.end()) spec.options.dropout = own->second;
+  const auto heads = collection_attention_heads.find(collection);
+  if (heads != collection_attention_heads.end()) spec.options.attention_heads = heads->second;
   return spec;
 }
 

@@ -37,6 +37,7 @@ struct TrainSettings {
   std::string tile_arch = "early_join_shape", layout_arch = "sage_shape_context";
   ModelOptions tile_model, layout_model;
   std::map<std::string, double> collection_dropout;  // replaces layout_model.dropout
+  std::map<std::string, int64_t> collection_attention_heads;  // replaces layout_model.attention_heads
   std::string ensemble = "mean_z";
   bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
 
@@ -52,7 +53,8 @@ struct TrainSettings {
   // cap). No default: a caller that forgot the count would silently train uncapped.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs) const;
   // The model the config asks a collection's folds for, for data with this many node
-  // feature columns: its kind's, with its own dropout (model.layout.dropout_by_collection).
+  // feature columns: its kind's, with its own dropout and attention heads
+  // (model.layout.dropout_by_collection, model.layout.attention_heads_by_collection).
   ModelSpec model_spec(const std::string& collection, int64_t num_node_feat) const;
   // The kind's model alone, without any collection's own settings.
   ModelSpec kind_model_spec(Kind kind, int64_t num_node_feat) const;
