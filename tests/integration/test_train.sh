@@ -58,9 +58,10 @@ print(f"overall {overall:.4f} beats random {rnd:.4f}")
 PY
 
 step "each fold logs its model: xla:random at its own dropout, xla:default without attention, the others as the kind"
-for want in "layout:xla:random fold 0: model sage_shape_context (hidden 32, 2 layers, dropout 0.3, 4 attention heads)" \
-            "layout:xla:default fold 1: model sage_shape_context (hidden 32, 2 layers, dropout 0.1, 0 attention heads)" \
-            "layout:nlp:random fold 1: model sage_shape_context (hidden 32, 2 layers, dropout 0.1, 4 attention heads)"; do
+model="model sage_shape_context (hidden 32, 2 layers"
+for want in "layout:xla:random fold 0: $model, dropout 0.3, 4 attention heads)" \
+            "layout:xla:default fold 1: $model, dropout 0.1, 0 attention heads)" \
+            "layout:nlp:random fold 1: $model, dropout 0.1, 4 attention heads)"; do
   grep -qF "$want" "$work/train.log" || { grep ": model " "$work/train.log"; echo "expected '$want'"; exit 1; }
 done
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/config.h"
@@ -24,6 +25,18 @@ TrainSettings settings_of(std::vector<std::string> overrides) {
   return TrainSettings(Config::load("", overrides));
 }
 
+// Each (list, why): `key`=list is refused with an Error naming the key and saying why.
+void expect_list_refused(const std::string& key, const std::vector<std::pair<std::string, std::string>>& bad) {
+  for (const auto& [list, why] : bad) {
+    try {
+      settings_of({key + "=" + list});
+      ADD_FAILURE() << key << "=" << list << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}
 TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 20);  // 6 graphs, 8 per step: one step
@@ -133,21 +146,12 @@ TEST(TrainSettings, LayoutDropoutPerCollection) {
   const TrainSettings own = settings_of({"model.layout.dropout_by_collection=[layout:nlp:random = 0]"});
   EXPECT_DOUBLE_EQ(own.model_spec("layout:nlp:random", 5).options.dropout, 0.0);
   EXPECT_DOUBLE_EQ(own.model_spec("layout:xla:random", 5).options.dropout, 0.1);  // the list replaced the default
-  const std::pair<const char*, const char*> bad[] = {
-      {"[layout:nlp:random]", "expected collection=dropout, got 'layout:nlp:random'"},
-      {"[layout:nlp:random=0.95]", "in 'layout:nlp:random=0.95': value 0.95 is out of range [0, 0.9]"},
-      {"[layout:nlp:random=high]", "expected a number"},
-      {"[layout:xla:random=0.2, layout:xla:random=0.3]", "given twice"},
-      {"[tile:xla=0.2]", "tile:xla is not a layout collection"}};
-  for (const auto& [list, why] : bad) {
-    try {
-      settings_of({std::string("model.layout.dropout_by_collection=") + list});
-      ADD_FAILURE() << list << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("model.layout.dropout_by_collection"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-  }
+  expect_list_refused("model.layout.dropout_by_collection",
+                      {{"[layout:nlp:random]", "expected collection=dropout, got 'layout:nlp:random'"},
+                       {"[layout:nlp:random=0.95]", "in 'layout:nlp:random=0.95': value 0.95 is out of range [0, 0.9]"},
+                       {"[layout:nlp:random=high]", "expected a number"},
+                       {"[layout:xla:random=0.2, layout:xla:random=0.3]", "given twice"},
+                       {"[tile:xla=0.2]", "tile:xla is not a layout collection"}});
 }
 
 // model.layout.attention_heads_by_collection replaces model.layout.attention_heads for the
@@ -161,19 +165,10 @@ TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
   const TrainSettings own = settings_of({"model.layout.attention_heads_by_collection=[layout:nlp:random=8]"});
   EXPECT_EQ(own.model_spec("layout:nlp:random", 5).options.attention_heads, 8);
   EXPECT_EQ(own.model_spec("layout:xla:default", 5).options.attention_heads, 4);  // the list replaced the default
-  const std::pair<const char*, const char*> bad[] = {
-      {"[layout:nlp:random=3]", "must divide model.layout.hidden (64)"},
-      {"[layout:nlp:random=-1]", "out of range [0, 64]"},
-      {"[tile:xla=0]", "tile:xla is not a layout collection"}};
-  for (const auto& [list, why] : bad) {
-    try {
-      settings_of({std::string("model.layout.attention_heads_by_collection=") + list});
-      ADD_FAILURE() << list << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("model.layout.attention_heads_by_collection"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-  }
+  expect_list_refused("model.layout.attention_heads_by_collection",
+                      {{"[layout:nlp:random=3]", "must divide model.layout.hidden (64)"},
+                       {"[layout:nlp:random=-1]", "out of range [0, 64]"},
+                       {"[tile:xla=0]", "tile:xla is not a layout collection"}});
 }
 
 TEST(TrainSettings, LossPerKind) {
