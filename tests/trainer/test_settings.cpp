@@ -37,6 +37,7 @@ void expect_list_refused(const std::string& key, const std::vector<std::pair<std
     }
   }
 }
+
 TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 20);  // 6 graphs, 8 per step: one step
@@ -198,9 +199,9 @@ TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {
 
 TEST(TrainSettings, DefaultModelsAreTheShapeAwareOnes) {
   const TrainSettings s = settings_of({});
-  EXPECT_EQ(s.tile_arch, "early_join_shape");
-  EXPECT_EQ(s.layout_arch, "sage_shape_context");
-  EXPECT_EQ(settings_of({"model.layout.arch=sage"}).layout_arch, "sage");
+  EXPECT_EQ(s.tile_model.arch, "early_join_shape");
+  EXPECT_EQ(s.layout_model.arch, "sage_shape_context");
+  EXPECT_EQ(settings_of({"model.layout.arch=sage"}).layout_model.arch, "sage");
 }
 
 }  // namespace

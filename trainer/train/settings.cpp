@@ -70,10 +70,8 @@ TrainSettings::TrainSettings(const Config& cfg)
       stall_timeout_s(cfg.get_float("train.stall_timeout_s")),
       config_cache_mb(cfg.get_float("train.config_cache_mb")),
       seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),
-      tile_arch(configured_model_spec(cfg, Kind::Tile).arch),
-      layout_arch(configured_model_spec(cfg, Kind::Layout).arch),
-      tile_model(configured_model_spec(cfg, Kind::Tile).options),
-      layout_model(configured_model_spec(cfg, Kind::Layout).options),
+      tile_model(configured_model_spec(cfg, Kind::Tile)),
+      layout_model(configured_model_spec(cfg, Kind::Layout)),
       ensemble(cfg.get_string("output.ensemble")),
       tile_keep_default(cfg.get_bool("output.tile_keep_default")) {
   const int64_t steps = cfg.get_int("train.steps_per_epoch");
@@ -136,11 +134,8 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
 }
 
 ModelSpec TrainSettings::kind_model_spec(Kind kind, int64_t num_node_feat) const {
-  ModelSpec spec;
-  spec.kind = kind;
-  spec.arch = kind == Kind::Tile ? tile_arch : layout_arch;
+  ModelSpec spec = kind == Kind::Tile ? tile_model : layout_model;
   spec.num_node_feat = num_node_feat;
-  spec.options = kind == Kind::Tile ? tile_model : layout_model;
   return spec;
 }
 

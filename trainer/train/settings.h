@@ -34,10 +34,9 @@ struct TrainSettings {
   double config_cache_mb = 256;  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
   uint64_t seed = 0;
-  std::string tile_arch = "early_join_shape", layout_arch = "sage_shape_context";
-  ModelOptions tile_model, layout_model;
-  std::map<std::string, double> collection_dropout;  // replaces layout_model.dropout
-  std::map<std::string, int64_t> collection_attention_heads;  // replaces layout_model.attention_heads
+  ModelSpec tile_model, layout_model;  // the kinds' configured models (num_node_feat 0: the data's)
+  std::map<std::string, double> collection_dropout;  // replaces layout_model.options.dropout
+  std::map<std::string, int64_t> collection_attention_heads;  // replaces layout_model.options.attention_heads
   std::string ensemble = "mean_z";
   bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
 
