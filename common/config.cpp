@@ -203,9 +203,15 @@ void Config::set(const std::string& key, const std::string& yaml_value) {
   try {
     values_[key] = convert(parse_yaml(yaml_value, "--set " + key), *k);
     given_.insert(key);
+    overridden_.insert(key);
   } catch (Error& e) {
     throw e.with_file("--set");
   }
+}
+
+std::string Config::origin(const std::string& key) const {
+  if (overridden_.count(key)) return "--set";
+  return given(key) ? source_ : "";
 }
 
 const Config::Value& Config::value(const std::string& key) const {

@@ -67,6 +67,9 @@ class Config {
   // Whether the file or an override gave the key (else it holds the schema's default). A
   // saved config (save()) gives every key its schema had when it was written.
   bool given(const std::string& key) const { return given_.count(key) > 0; }
+  // Where key's value came from, for errors about it: "--set" for an override, else the
+  // file that gave it, else "" (the schema's default).
+  std::string origin(const std::string& key) const;
 
   void set(const std::string& key, const std::string& yaml_value);
   // One key's value as YAML text, e.g. "0.003" or "[tile:xla]".
@@ -88,6 +91,7 @@ class Config {
   const Value& value(const std::string& key) const;
   std::map<std::string, Value> values_;
   std::set<std::string> given_;  // keys the file or an override set
+  std::set<std::string> overridden_;  // keys an override (set()) set
   std::string source_;  // the file it came from, for messages
 };
 

@@ -2,7 +2,9 @@
 // floor per collection, else per kind; an explicit count wins), the losses per kind and
 // the default models.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,8 +80,8 @@ TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 40);
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57, kNoConfigCount), 57);  // a longer pass still wins
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount), 20);
-  const TrainSettings own = settings_of(
-      {"train.min_steps_per_epoch_by_collection=[tile:xla=3, layout:xla:default=9]", "train.layout_min_steps_per_epoch=5"});
+  const TrainSettings own = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla=3, layout:xla:default=9]",
+                                         "train.layout_min_steps_per_epoch=5"});
   EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount), 3);  // below the kind's floor too
   EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1, kNoConfigCount), 9);
   EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 5);  // the list replaced the default one
@@ -162,7 +164,7 @@ TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
   EXPECT_EQ(s.model_spec("layout:xla:default", 5).options.attention_heads, 0);
   for (const char* c : {"layout:xla:random", "layout:nlp:random", "layout:nlp:default"})
     EXPECT_EQ(s.model_spec(c, 5).options.attention_heads, 4) << c;
-  EXPECT_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.1);  // only the heads differ
+  EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.1);  // only the heads differ
   const TrainSettings own = settings_of({"model.layout.attention_heads_by_collection=[layout:nlp:random=8]"});
   EXPECT_EQ(own.model_spec("layout:nlp:random", 5).options.attention_heads, 8);
   EXPECT_EQ(own.model_spec("layout:xla:default", 5).options.attention_heads, 4);  // the list replaced the default
@@ -170,6 +172,36 @@ TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
                       {{"[layout:nlp:random=3]", "must divide model.layout.hidden (64)"},
                        {"[layout:nlp:random=-1]", "out of range [0, 64]"},
                        {"[tile:xla=0]", "tile:xla is not a layout collection"}});
+}
+
+// The settings' errors say where the bad value came from: the config file or --set.
+TEST(TrainSettings, ErrorsNameTheFileOrTheOverride) {
+  register_model_choices();
+  register_loss_choices();
+  char path[] = "/tmp/tpuperf_settings_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string yaml = "model:\n  layout:\n    attention_heads_by_collection: [tile:xla=0]\n";
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  const auto error_of = [&](std::vector<std::string> overrides) -> std::string {
+    try {
+      const TrainSettings s(Config::load(path, overrides));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string dirs[] = {"data.processed_dir=/tmp/p", "output.dir=/tmp/o"};
+  const std::string heads = "model.layout.attention_heads_by_collection";
+  const std::string not_layout = "': tile:xla is not a layout collection";
+  EXPECT_EQ(error_of({dirs[0], dirs[1]}), std::string(path) + ": key '" + heads + not_layout);
+  EXPECT_EQ(error_of({dirs[0], dirs[1], heads + "=[tile:xla=1]"}), "--set: key '" + heads + not_layout);
+  const std::string bad_heads = error_of({dirs[0], dirs[1], heads + "=[]", "model.layout.attention_heads=3"});
+  EXPECT_EQ(bad_heads.find("--set: key 'model.layout.attention_heads': "), 0u) << bad_heads;
+  EXPECT_EQ(error_of({heads + "=[]"}), "key 'data.processed_dir': is not set");  // the schema's default
+  EXPECT_EQ(error_of({heads + "=[]", dirs[0], dirs[1]}), "(no error)");
+  unlink(path);
 }
 
 TEST(TrainSettings, LossPerKind) {

@@ -115,6 +115,10 @@ TEST(Config, KnowsWhichKeysTheFileAndOverridesGave) {
   EXPECT_TRUE(c.given("train.lr"));
   EXPECT_TRUE(c.given("train.epochs"));
   EXPECT_FALSE(c.given("train.seed"));  // the schema's default
+  EXPECT_EQ(c.origin("train.lr"), path);
+  EXPECT_EQ(c.origin("train.epochs"), "--set");
+  EXPECT_EQ(c.origin("train.seed"), "");
+  EXPECT_EQ(Config::load(path, {"train.lr=0.1"}).origin("train.lr"), "--set");  // the override wins
   const std::string saved = write_temp("");
   c.save(saved);
   EXPECT_TRUE(Config::load(saved, {}).given("train.seed"));  // a saved config gives every key

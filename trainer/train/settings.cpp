@@ -52,7 +52,9 @@ void require_layout_collections(const std::map<std::string, T>& values, const st
 
 }  // namespace
 
-TrainSettings::TrainSettings(const Config& cfg)
+// A function-try-block: the member initializers read keys too. Errors name the key; the
+// handler adds where its value came from (the config file or --set).
+TrainSettings::TrainSettings(const Config& cfg) try
     : processed_dir(cfg.get_path("data.processed_dir")),
       output_dir(cfg.get_path("output.dir")),
       collections(cfg.get_list("data.collections")),
@@ -109,6 +111,8 @@ TrainSettings::TrainSettings(const Config& cfg)
   }
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
+} catch (Error& e) {
+  throw e.with_file(cfg.origin(e.key()));
 }
 
 int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps,
