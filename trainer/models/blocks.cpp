@@ -134,12 +134,11 @@ torch::Tensor pool_mean_max(const torch::Tensor& x, const Batch& batch, bool fus
   return torch::cat({segment_mean(x, batch.node_graph, G), segment_max(x, batch.node_graph, G)}, -1);
 }
 
-torch::Tensor pool_config_nodes(const torch::Tensor& x, const Batch& batch, bool fused) {
-  const auto nodes = x.index_select(-2, batch.config_node);  // S x M x H
-  if (fused) return segment_mean_max(nodes, batch.config_offsets);  // index_select: contiguous
+torch::Tensor pool_config_nodes(const torch::Tensor& config_states, const Batch& batch, bool fused) {
+  if (fused) return segment_mean_max(config_states, batch.config_offsets);  // index_select: contiguous
   const auto graph = batch.node_graph.index_select(0, batch.config_node);
   const int64_t G = batch.num_graphs;
-  return torch::cat({segment_mean(nodes, graph, G), segment_max(nodes, graph, G)}, -1);
+  return torch::cat({segment_mean(config_states, graph, G), segment_max(config_states, graph, G)}, -1);
 }
 
 ReadoutImpl::ReadoutImpl(const ModelOptions& opts, int64_t pools)

@@ -93,18 +93,19 @@ class LayoutSage : public RankingModel {
     const BatchGraph graph(batch);
     for (auto& block : blocks) x = block->forward(x, graph);
     if (!pool_config) return readout(x, batch);
-    const auto pooled = torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(x, batch, fused)}, -1);
+    const auto config_states = x.index_select(1, batch.config_node);  // S x M x H
+    const auto pooled =
+        torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(config_states, batch, fused)}, -1);
     auto scores = readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
     if (wide && M > 0) scores = scores + wide_cost(wide_context ? context_state(base, graph) : base, batch);
-    if (node_cost_in && M > 0) scores = scores + deep_node_cost(x, batch);
+    if (node_cost_in && M > 0) scores = scores + deep_node_cost(config_states, batch);
     return scores;
   }
 
   // G x S: per graph, the sum over its configurable nodes of the node-cost MLP on their
-  // per-config states x (S x N x H).
-  torch::Tensor deep_node_cost(const torch::Tensor& x, const Batch& batch) {
-    const auto nodes = x.index_select(1, batch.config_node);  // S x M x H
-    return sum_per_graph(node_cost_out(F::gelu(node_cost_in(nodes))), batch);  // S x M x 1 -> G x S
+  // per-config states (S x M x H).
+  torch::Tensor deep_node_cost(const torch::Tensor& config_states, const Batch& batch) {
+    return sum_per_graph(node_cost_out(F::gelu(node_cost_in(config_states))), batch);  // S x M x 1 -> G x S
   }
 
   // N x H: the nodes' config-free states after the SAGE blocks.
