@@ -2,17 +2,17 @@
 // floor per collection, else per kind; an explicit count wins), the losses per kind and
 // the default models.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/config.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "trainer/models/registry.h"
 #include "trainer/train/settings.h"
+#include "tests/test_util.h"
 
 namespace tpuperf {
 namespace {
@@ -178,12 +178,9 @@ TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
 TEST(TrainSettings, ErrorsNameTheFileOrTheOverride) {
   register_model_choices();
   register_loss_choices();
-  char path[] = "/tmp/tpuperf_settings_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string yaml = "model:\n  layout:\n    attention_heads_by_collection: [tile:xla=0]\n";
-  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
-  close(fd);
+  const TempDir dir("settings");
+  const std::string path = dir.file("run.yaml");
+  write_file_atomic(path, "model:\n  layout:\n    attention_heads_by_collection: [tile:xla=0]\n");
   const auto error_of = [&](std::vector<std::string> overrides) -> std::string {
     try {
       const TrainSettings s(Config::load(path, overrides));
@@ -195,13 +192,12 @@ TEST(TrainSettings, ErrorsNameTheFileOrTheOverride) {
   const std::string dirs[] = {"data.processed_dir=/tmp/p", "output.dir=/tmp/o"};
   const std::string heads = "model.layout.attention_heads_by_collection";
   const std::string not_layout = "': tile:xla is not a layout collection";
-  EXPECT_EQ(error_of({dirs[0], dirs[1]}), std::string(path) + ": key '" + heads + not_layout);
+  EXPECT_EQ(error_of({dirs[0], dirs[1]}), path + ": key '" + heads + not_layout);
   EXPECT_EQ(error_of({dirs[0], dirs[1], heads + "=[tile:xla=1]"}), "--set: key '" + heads + not_layout);
   const std::string bad_heads = error_of({dirs[0], dirs[1], heads + "=[]", "model.layout.attention_heads=3"});
   EXPECT_EQ(bad_heads.find("--set: key 'model.layout.attention_heads': "), 0u) << bad_heads;
   EXPECT_EQ(error_of({heads + "=[]"}), "key 'data.processed_dir': is not set");  // the schema's default
   EXPECT_EQ(error_of({heads + "=[]", dirs[0], dirs[1]}), "(no error)");
-  unlink(path);
 }
 
 TEST(TrainSettings, LossPerKind) {
