@@ -204,3 +204,48 @@ TEST(Checkpoint, ModelOfAnotherShapeIsAnError) {
   EXPECT_THROW(load_checkpoint(path, *b, nullptr, nullptr), Error);
   fs::remove(path);
 }
+
+// With weight averaging the model entry holds the average (what prediction loads) and the
+// training weights ride along for --resume; a checkpoint without them gives none back, and
+// training weights of another model are an error naming the file.
+TEST(Checkpoint, TrainingWeightsRoundTripBesideTheAverage) {
+  const ModelOptions opts = small_options();
+  torch::manual_seed(1);
+  ModelPtr averaged = model_of(default_arch(Kind::Layout), 5, opts);
+  torch::manual_seed(2);
+  ModelPtr training = model_of(default_arch(Kind::Layout), 5, opts);
+  std::vector<torch::Tensor> weights;
+  for (const auto& p : training->parameters()) weights.push_back(p.detach().clone());
+  CheckpointMeta meta;
+  meta.model = spec_of(default_arch(Kind::Layout), 5, opts);
+  const std::string path = temp_path("averaged.pt");
+  save_checkpoint(path, *averaged, nullptr, meta, some_transform(), &weights);
+
+  torch::manual_seed(3);
+  ModelPtr b = model_of(default_arch(Kind::Layout), 5, opts);
+  std::vector<torch::Tensor> got;
+  load_checkpoint(path, *b, nullptr, nullptr, &got);
+  EXPECT_TRUE(same_params(*averaged, *b));
+  ASSERT_EQ(got.size(), weights.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(torch::equal(got[i], weights[i])) << i;
+  ModelPtr predicted = load_trained_model(path, spec_of(default_arch(Kind::Layout), 5, opts), true, nullptr);
+  EXPECT_TRUE(same_params(*averaged, *predicted));
+
+  const std::string plain = temp_path("plain.pt");
+  save_checkpoint(plain, *averaged, nullptr, meta, some_transform());
+  got.assign(1, torch::zeros({1}));
+  load_checkpoint(plain, *b, nullptr, nullptr, &got);
+  EXPECT_TRUE(got.empty());
+
+  weights.pop_back();
+  save_checkpoint(path, *averaged, nullptr, meta, some_transform(), &weights);
+  try {
+    load_checkpoint(path, *b, nullptr, nullptr, &got);
+    FAIL() << "training weights of another model loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path));
+    EXPECT_THAT(e.what(), HasSubstr("training weights do not match"));
+  }
+  fs::remove(path);
+  fs::remove(plain);
+}

@@ -88,10 +88,35 @@ CheckpointMeta read_meta(torch::serialize::InputArchive& ar, FeatureTransform* t
   return m;
 }
 
+void write_training_weights(torch::serialize::OutputArchive& ar, const std::vector<torch::Tensor>& w) {
+  ar.write("training_weights.count", i64(static_cast<int64_t>(w.size())));
+  for (size_t i = 0; i < w.size(); ++i) ar.write("training_weights." + std::to_string(i), w[i].detach());
+}
+
+// Empty for a checkpoint without them; each must have its parameter's shape.
+std::vector<torch::Tensor> read_training_weights(torch::serialize::InputArchive& ar, torch::nn::Module& model,
+                                                 const std::string& path) {
+  std::vector<torch::Tensor> w;
+  torch::Tensor count;
+  if (!ar.try_read("training_weights.count", count)) return w;
+  auto params = model.parameters();
+  if (count.item<int64_t>() != static_cast<int64_t>(params.size()))
+    throw Error("checkpoint's training weights do not match the model: " + std::to_string(count.item<int64_t>()) +
+                    " tensors for " + std::to_string(params.size()) + " parameters",
+                path);
+  for (size_t i = 0; i < params.size(); ++i) {
+    w.push_back(read_tensor(ar, ("training_weights." + std::to_string(i)).c_str()));
+    if (!w.back().sizes().equals(params[i].sizes()))
+      throw Error("checkpoint's training weight " + std::to_string(i) + " has another shape than the model's", path);
+  }
+  return w;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                     const CheckpointMeta& meta, const FeatureTransform& transform) {
+                     const CheckpointMeta& meta, const FeatureTransform& transform,
+                     const std::vector<torch::Tensor>* training_weights) {
   torch::serialize::OutputArchive ar;
   torch::serialize::OutputArchive model_ar;
   model.save(model_ar);
@@ -108,6 +133,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   ar.write("meta.num_node_feat", i64(meta.model.num_node_feat));
   write_model_spec(ar, meta.model);
   write_transform(ar, transform);
+  if (training_weights && !training_weights->empty()) write_training_weights(ar, *training_weights);
   // Serialized in memory, then written by write_file_atomic: LibTorch's own file writer
   // throws from a destructor on a full disk, which aborts the process instead of
   // reporting the file and the reason.
@@ -121,7 +147,8 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
 }
 
 CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::Optimizer* optimizer, FeatureTransform* transform) {
+                               torch::optim::Optimizer* optimizer, FeatureTransform* transform,
+                               std::vector<torch::Tensor>* training_weights) {
   try {
     torch::serialize::InputArchive ar;
     ar.load_from(path);
@@ -143,6 +170,7 @@ CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model
       ar.read("optimizer", opt_ar);
       optimizer->load(opt_ar);
     }
+    if (training_weights) *training_weights = read_training_weights(ar, model, path);
     return read_meta(ar, transform);
   } catch (const c10::Error& e) {
     throw Error(std::string("cannot load checkpoint: ") + e.what_without_backtrace(), path);

@@ -11,6 +11,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/feature_transform.h"
 #include "trainer/models/model_spec.h"
@@ -28,13 +29,19 @@ struct CheckpointMeta {
   ModelSpec model;
 };
 
+// The model's parameters are what prediction uses. With weight averaging (train.ema_decay)
+// the model holds the average, and training_weights the weights training steps (for
+// --resume), in the order of model.parameters().
 void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                     const CheckpointMeta& meta, const FeatureTransform& transform);
+                     const CheckpointMeta& meta, const FeatureTransform& transform,
+                     const std::vector<torch::Tensor>* training_weights = nullptr);
 
 // Loads into an already constructed model (and optimizer when given). Throws Error
-// naming the file when it is unreadable or does not match the model.
+// naming the file when it is unreadable or does not match the model. training_weights,
+// when given, receives the saved training weights (empty: the checkpoint has none).
 CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::Optimizer* optimizer, FeatureTransform* transform);
+                               torch::optim::Optimizer* optimizer, FeatureTransform* transform,
+                               std::vector<torch::Tensor>* training_weights = nullptr);
 
 // Only the metadata and transform (to construct the right model before loading it, e.g.
 // make_model(meta.model)).

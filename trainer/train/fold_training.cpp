@@ -21,6 +21,7 @@
 #include "trainer/train/gradient_reducer.h"
 #include "trainer/train/optimizer.h"
 #include "trainer/train/sampler.h"
+#include "trainer/train/weight_average.h"
 
 namespace tpuperf {
 
@@ -128,6 +129,19 @@ void drop_metrics_after(const std::string& path, int64_t epochs_done) {
   rename_durable(tmp, path);
 }
 
+// A checkpoint of a run with weight averaging holds the average as its model and the
+// weights training steps beside it: the average goes back to `average`, the training
+// weights into the model.
+void restore_training_weights(torch::nn::Module& model, WeightAverage& average,
+                              const std::vector<torch::Tensor>& training, const std::string& path) {
+  if (!average.enabled())
+    throw Error("checkpoint holds averaged weights but train.ema_decay is 0", path, "train.ema_decay");
+  average.set_average(model.parameters());
+  torch::NoGradGuard no_grad;
+  auto params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(training[i]);
+}
+
 }  // namespace
 
 std::string train_fold(const TrainSettings& s, const std::string& collection, int fold, const FoldData& data,
@@ -150,13 +164,17 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   FusedAdamW opt(model->parameters(), torch::optim::AdamWOptions(s.lr).weight_decay(s.weight_decay));
   CheckpointMeta meta;
   meta.model = spec;
+  std::vector<torch::Tensor> resumed_training_weights;
   if (resume && fs::exists(last)) {
-    meta = load_checkpoint(last, *model, &opt, nullptr);
+    meta = load_checkpoint(last, *model, &opt, nullptr, &resumed_training_weights);
     spdlog::info("{}: resuming after epoch {} (step {})", label, meta.epochs_done, meta.step);
     if (rank == 0) drop_metrics_after(fold_metrics_path(s, collection, fold), meta.epochs_done);
   }
   broadcast_parameters(*model, group);
   verify_parameters(*model, group);
+  // Every rank of the group steps the same weights, so each keeps the same average.
+  WeightAverage average(*model, s.ema_decay);
+  if (!resumed_training_weights.empty()) restore_training_weights(*model, average, resumed_training_weights, last);
   GradientReducer reducer(*model, group, s.stall_timeout_s);
 
   SamplerOptions so;
@@ -190,6 +208,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
       for (auto& group_opts : opt.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group_opts.options()).lr(learning_rate(s, meta.step, total));
       auto st = train_step(s, *model, train, sampler, epoch, step, rank, size, reducer, opt, phases);
+      average.update(meta.step);
       for (int i = 0; i < 3; ++i) sums[i] += st[i];
       progress.tick(0);
     }
@@ -198,6 +217,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
     sums[3] = phases.allreduce_s;
     allreduce_doubles(sums, group);
     double loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
+    WeightAverage::Scope averaged(average);  // evaluation and checkpoints see the average
     double oof = group_metric(s, *model, data.oof, "oof", fold, group).mean();
     double valid = group_metric(s, *model, data.valid, "valid", fold, group).mean();
     double cps = sums[2] / std::max(seconds, 1e-9);
@@ -222,12 +242,16 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
       rows[1].split = "oof", rows[1].score = oof;
       rows[2].split = "valid", rows[2].score = valid;
       append_metrics(fold_metrics_path(s, collection, fold), rows);
-      if (improved) save_checkpoint(best, *model, &opt, meta, train.transform());
-      save_checkpoint(last, *model, &opt, meta, train.transform());
+      const auto* training = &averaged.training_weights();
+      if (improved) save_checkpoint(best, *model, &opt, meta, train.transform(), training);
+      save_checkpoint(last, *model, &opt, meta, train.transform(), training);
     }
     fault_point("train.epoch_done");
   }
-  if (rank == 0 && !fs::exists(best)) save_checkpoint(best, *model, &opt, meta, train.transform());
+  if (rank == 0 && !fs::exists(best)) {
+    WeightAverage::Scope averaged(average);
+    save_checkpoint(best, *model, &opt, meta, train.transform(), &averaged.training_weights());
+  }
   MPI_Barrier(group);  // the best checkpoint exists for every rank of the group
   return best;
 }

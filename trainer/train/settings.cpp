@@ -69,6 +69,7 @@ TrainSettings::TrainSettings(const Config& cfg) try
       weight_decay(cfg.get_float("train.weight_decay")),
       warmup_fraction(cfg.get_float("train.warmup_fraction")),
       grad_clip(cfg.get_float("train.grad_clip")),
+      ema_decay(cfg.get_float("train.ema_decay")),
       stall_timeout_s(cfg.get_float("train.stall_timeout_s")),
       config_cache_mb(cfg.get_float("train.config_cache_mb")),
       seed(static_cast<uint64_t>(cfg.get_int("train.seed"))),

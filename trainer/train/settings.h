@@ -30,6 +30,7 @@ struct TrainSettings {
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
+  double ema_decay = 0.99;  // 0: no weight averaging (weight_average.h)
   double stall_timeout_s = 600;
   double config_cache_mb = 256;  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
