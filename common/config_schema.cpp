@@ -158,8 +158,11 @@ std::vector<ConfigKey>& schema_table() {
       // No cross-config attention on layout:xla:default (RESULTS.md, "Baselines: analysis"
       // (8)): the generated file within one graph 0.837 / 0.839 against 0.833 / 0.835
       // (seeds 0 / 1), on the bench tree cv 0.527 against 0.518, test and valid level
-      // (0.337 / 0.685 against 0.334 / 0.685).
-      {"model.layout.attention_heads_by_collection", T::StringList, "[layout:xla:default=0]",
+      // (0.337 / 0.685 against 0.334 / 0.685). Nor on layout:nlp:random ("Baselines:
+      // analysis" (10)): on the bench tree cv 0.714 / 0.708 against 0.704 / 0.694 (without /
+      // with weight averaging), test 0.419 / 0.407 against 0.407 / 0.395, valid 0.471 / 0.468
+      // against 0.476 / 0.476, in about 0.6x the training time; within one graph 0.962 against 0.956.
+      {"model.layout.attention_heads_by_collection", T::StringList, "[layout:xla:default=0, layout:nlp:random=0]",
        "per-collection layout attention heads (collection=heads) that replace model.layout.attention_heads"},
       {"model.layout.opcode_dim", T::Int, "32", "layout model opcode embedding width", 1, 4096},
 

@@ -57,11 +57,12 @@ assert overall > rnd, f"ensemble {overall} does not beat random {rnd}"
 print(f"overall {overall:.4f} beats random {rnd:.4f}")
 PY
 
-step "each fold logs its model: xla:random at its own dropout, xla:default without attention, the others as the kind"
+step "each fold logs its model: xla:random its own dropout, xla:default and nlp:random no attention"
 model="model sage_shape_context (hidden 32, 2 layers"
 for want in "layout:xla:random fold 0: $model, dropout 0.3, 4 attention heads)" \
             "layout:xla:default fold 1: $model, dropout 0.1, 0 attention heads)" \
-            "layout:nlp:random fold 1: $model, dropout 0.1, 4 attention heads)"; do
+            "layout:nlp:random fold 1: $model, dropout 0.1, 0 attention heads)" \
+            "layout:nlp:default fold 0: $model, dropout 0.1, 4 attention heads)"; do
   grep -qF "$want" "$work/train.log" || { grep ": model " "$work/train.log"; echo "expected '$want'"; exit 1; }
 done
 
