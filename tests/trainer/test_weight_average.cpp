@@ -1,7 +1,8 @@
 // WeightAverage: the average follows its recurrence (checked against the same sums in
 // double precision, one scalar at a time), the decay ramps up and caps, the scope puts the
 // average into the model and gives the training weights back bit for bit (also when the
-// scope ends by an exception), decay 0 changes nothing, and a saved average resumes.
+// scope ends by an exception), decay 0 changes nothing, and a checkpoint's average and
+// training weights resume the same sequence.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -111,20 +112,23 @@ TEST(WeightAverage, DecayZeroIsOff) {
   EXPECT_THROW(avg.set_average(training), Error);
 }
 
-TEST(WeightAverage, SetAverageResumesTheSameSequence) {
+TEST(WeightAverage, ResumeContinuesTheSameSequence) {
   TwoParams a, b;
   WeightAverage avg_a(a, 0.8), avg_b(b, 0.8);
   for (int t = 0; t < 4; ++t) {
     move(a, t);
     avg_a.update(t);
   }
-  // b continues from a's state, as a resumed run from a checkpoint.
+  // b continues from a's state as a resumed run does from a checkpoint: the model holds
+  // the average, the training weights come beside it.
   {
     torch::NoGradGuard no_grad;
-    auto pa = a.parameters(), pb = b.parameters();
-    for (size_t i = 0; i < pa.size(); ++i) pb[i].copy_(pa[i]);
+    auto pb = b.parameters();
+    for (size_t i = 0; i < pb.size(); ++i) pb[i].copy_(avg_a.average()[i]);
   }
-  avg_b.set_average(avg_a.average());
+  avg_b.resume(snapshot(a));
+  EXPECT_TRUE(equal(avg_b.average(), avg_a.average()));
+  EXPECT_TRUE(equal(snapshot(b), snapshot(a)));
   for (int t = 4; t < 8; ++t) {
     move(a, t);
     avg_a.update(t);
@@ -136,6 +140,7 @@ TEST(WeightAverage, SetAverageResumesTheSameSequence) {
   EXPECT_THROW(avg_b.set_average(wrong), Error);
   wrong.push_back(torch::zeros({3}));
   EXPECT_THROW(avg_b.set_average(wrong), Error);
+  EXPECT_THROW(avg_b.resume({torch::zeros({3, 4})}), Error);
 }
 
 }  // namespace

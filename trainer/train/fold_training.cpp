@@ -129,19 +129,6 @@ void drop_metrics_after(const std::string& path, int64_t epochs_done) {
   rename_durable(tmp, path);
 }
 
-// A checkpoint of a run with weight averaging holds the average as its model and the
-// weights training steps beside it: the average goes back to `average`, the training
-// weights into the model.
-void restore_training_weights(torch::nn::Module& model, WeightAverage& average,
-                              const std::vector<torch::Tensor>& training, const std::string& path) {
-  if (!average.enabled())
-    throw Error("checkpoint holds averaged weights but train.ema_decay is 0", path, "train.ema_decay");
-  average.set_average(model.parameters());
-  torch::NoGradGuard no_grad;
-  auto params = model.parameters();
-  for (size_t i = 0; i < params.size(); ++i) params[i].detach().copy_(training[i]);
-}
-
 }  // namespace
 
 std::string train_fold(const TrainSettings& s, const std::string& collection, int fold, const FoldData& data,
@@ -174,7 +161,13 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   verify_parameters(*model, group);
   // Every rank of the group steps the same weights, so each keeps the same average.
   WeightAverage average(*model, s.ema_decay);
-  if (!resumed_training_weights.empty()) restore_training_weights(*model, average, resumed_training_weights, last);
+  // A checkpoint of a run with weight averaging holds the average as its model and the
+  // training weights beside it.
+  if (!resumed_training_weights.empty()) {
+    if (!average.enabled())
+      throw Error("checkpoint holds averaged weights but train.ema_decay is 0", last, "train.ema_decay");
+    average.resume(resumed_training_weights);
+  }
   GradientReducer reducer(*model, group, s.stall_timeout_s);
 
   SamplerOptions so;

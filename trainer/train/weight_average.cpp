@@ -34,6 +34,13 @@ void WeightAverage::set_average(const std::vector<torch::Tensor>& average) {
   }
 }
 
+void WeightAverage::resume(const std::vector<torch::Tensor>& training) {
+  if (training.size() != params_.size()) throw Error("training weights: another number of parameters");
+  set_average(params_);
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].detach().copy_(training[i]);
+}
+
 WeightAverage::Scope::Scope(WeightAverage& avg) : avg_(avg) {
   if (!avg_.enabled()) return;
   torch::NoGradGuard no_grad;

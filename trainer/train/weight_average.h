@@ -26,6 +26,9 @@ class WeightAverage {
 
   // Replaces the average (resuming from a checkpoint that holds it).
   void set_average(const std::vector<torch::Tensor>& average);
+  // Resuming from a checkpoint, whose model is the average: the model's parameters become
+  // the average and `training` (the checkpoint's training weights) the model's parameters.
+  void resume(const std::vector<torch::Tensor>& training);
   const std::vector<torch::Tensor>& average() const { return average_; }
 
   // While alive, the model holds the average; the training weights come back at the end
