@@ -156,7 +156,7 @@ void collect_garbage(const std::string& processed_dir, const Manifest& m) {
   for (const auto& e : fs::directory_iterator(processed_dir)) {
     if (!e.is_regular_file()) continue;
     const std::string name = e.path().filename().string();
-    for (const std::string top : {kManifestFileName, kRejectedFileName})
+    for (const std::string top : {kManifestFileName, kRejectedFileName, kEffectiveConfigName})
       if (name.rfind(top + ".tmp.", 0) == 0) remove(e.path());
   }
 }

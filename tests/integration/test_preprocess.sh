@@ -89,7 +89,7 @@ after=$(stat -c %Y.%s "$work/p2/manifest.yaml"; ls -R "$work/p2" | md5sum)
 
 step "a changed valid file redoes only its unit (and removes a killed run's temporary files)"
 train_shards=$(ls "$work/p2/layout_nlp_default/train")
-touch "$work/p2/rejected.txt.tmp.99999" "$work/p2/manifest.yaml.tmp.99999"
+touch "$work/p2/rejected.txt.tmp.99999" "$work/p2/manifest.yaml.tmp.99999" "$work/p2/preprocess_config.yaml.tmp.99999"
 $PY - "$RAW" <<'PY'
 import os, sys, numpy as np
 d = os.path.join(sys.argv[1], "layout/nlp/default/valid")
