@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "common/error.h"
 
@@ -56,6 +57,29 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     throw Error(msg, tmp);
   }
   rename_durable(tmp, path);
+}
+
+static bool is_atomic_temporary(const std::string& name) {
+  const size_t at = name.rfind(".tmp.");
+  if (at == std::string::npos || at == 0 || at + 5 == name.size()) return false;
+  return name.find_first_not_of("0123456789", at + 5) == std::string::npos;
+}
+
+int remove_stale_temporaries(const std::string& dir, bool recursive) {
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  const auto note = [&](const fs::directory_entry& e) {
+    if (e.is_regular_file(ec) && is_atomic_temporary(e.path().filename().string())) stale.push_back(e.path());
+  };
+  if (!fs::is_directory(dir, ec)) return 0;
+  if (recursive) {
+    for (const auto& e : fs::recursive_directory_iterator(dir, ec)) note(e);
+  } else {
+    for (const auto& e : fs::directory_iterator(dir, ec)) note(e);
+  }
+  int removed = 0;
+  for (const auto& p : stale) removed += fs::remove(p, ec) ? 1 : 0;  // best effort: a next run retries
+  return removed;
 }
 
 std::string read_text_file(const std::string& path) {

@@ -153,12 +153,7 @@ void collect_garbage(const std::string& processed_dir, const Manifest& m) {
     }
   }
   // The temporary copies a killed run's atomic writes of the top-level files left behind.
-  for (const auto& e : fs::directory_iterator(processed_dir)) {
-    if (!e.is_regular_file()) continue;
-    const std::string name = e.path().filename().string();
-    for (const std::string top : {kManifestFileName, kRejectedFileName, kEffectiveConfigName})
-      if (name.rfind(top + ".tmp.", 0) == 0) remove(e.path());
-  }
+  remove_stale_temporaries(processed_dir, false);
 }
 
 int finish_on_rank0(const Config& cfg, const PreprocessSettings& s, const Plan& plan,

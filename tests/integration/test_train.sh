@@ -86,9 +86,13 @@ rc=$?
 set -e
 [ "$rc" -ne 0 ] || { echo "the fault did not stop the run"; exit 1; }
 [ ! -f "$work/run2/submission.csv" ]
+# What a kill inside write_file_atomic leaves: --resume removes it.
+ckpt=$(find "$work/run2/checkpoints" -name '*.pt' | head -1)
+touch "$work/run2/metrics.csv.tmp.99999" "$ckpt.tmp.99999"
 mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --resume --set output.dir="$work/run2" > "$work/resume.log" 2>&1 \
   || { tail -30 "$work/resume.log"; exit 1; }
 grep -q "resuming after epoch 2" "$work/resume.log"
+[ -z "$(find "$work/run2" -name '*.tmp.99999')" ] || { echo "a killed run's temporary files were left"; exit 1; }
 # Same losses and scores per (collection, fold, epoch, split); timing columns differ.
 $PY - "$work/run/metrics.csv" "$work/run2/metrics.csv" <<'PY'
 import csv, sys

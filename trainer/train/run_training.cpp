@@ -204,6 +204,14 @@ std::string untrainable_folds(const Manifest& manifest, const std::vector<std::s
          " (lower preprocess.folds and rerun tpuperf-preprocess, or leave the collection out of data.collections)";
 }
 
+// A run killed inside write_file_atomic leaves "<file>.tmp.<pid>" beside the file. Only the
+// directories training writes are swept: output.dir may also hold the user's own files.
+void remove_killed_runs_temporaries(const std::string& output_dir) {
+  const int n = remove_stale_temporaries(output_dir, false) + remove_stale_temporaries(output_dir + "/metrics", false) +
+                remove_stale_temporaries(output_dir + "/checkpoints", true);
+  if (n > 0) spdlog::info("removed {} temporary files that a killed run left in {}", n, output_dir);
+}
+
 }  // namespace
 
 int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions& opts) {
@@ -239,6 +247,7 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
       fs::remove_all(s.output_dir + "/checkpoints");
       fs::remove_all(s.output_dir + "/metrics");
     }
+    if (!opts.predict_only) remove_killed_runs_temporaries(s.output_dir);
     const auto identity = data_identity(manifest, collections);
     if (opts.resume) check_resume_identity(s.output_dir, cfg, identity);
     make_dirs(s.output_dir);
