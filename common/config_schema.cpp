@@ -58,8 +58,14 @@ std::vector<ConfigKey>& schema_table() {
       // 0.694 against 0.704, whose seed 1 gave 0.683).
       {"train.ema_decay", T::Float, "0.99",
        "exponential moving average of the weights that evaluation, checkpoints and predictions use "
-       "(0: off; update t weighs the old average min(ema_decay, (1 + t) / (10 + t)))",
+       "(0: off; update t weighs the old average min(ema_decay, (1 + t) / (10 + t))), except for the "
+       "collections train.ema_decay_by_collection names",
        0, 0.99999},
+      // No averaging for tile:xla (RESULTS.md, "Baselines: analysis" (11)): on the bench tree
+      // it ranked the 30 unseen test graphs 0.970 against 0.962 and valid 0.964 against 0.957
+      // (cv 0.957 against 0.958); the tile files within one graph are 1.000 either way.
+      {"train.ema_decay_by_collection", T::StringList, "[tile:xla=0]",
+       "per-collection weight averaging (collection=decay) that replaces train.ema_decay"},
       // Choices: the trainer's loss table (trainer/losses/registry.h). Per kind, chosen on
       // the bench tree (tests/bench/RESULTS.md, "Baselines: analysis"): hinge ranked tile's
       // unseen graphs best (its metric is the top 5), ListMLE layout's full orders.

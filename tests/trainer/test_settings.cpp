@@ -176,6 +176,25 @@ TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
                        {"[tile:xla=0]", "tile:xla is not a layout collection"}});
 }
 
+// train.ema_decay_by_collection replaces train.ema_decay for the collections it names, of
+// either kind: by default tile:xla trains without averaging, the layout collections at 0.99.
+TEST(TrainSettings, WeightAveragingPerCollection) {
+  const TrainSettings s = settings_of({});
+  EXPECT_DOUBLE_EQ(s.ema_decay_of("tile:xla"), 0.0);
+  for (const char* c : {"layout:xla:random", "layout:xla:default", "layout:nlp:random", "layout:nlp:default"})
+    EXPECT_DOUBLE_EQ(s.ema_decay_of(c), 0.99) << c;
+  const TrainSettings own =
+      settings_of({"train.ema_decay_by_collection=[layout:nlp:random=0.9]", "train.ema_decay=0.5"});
+  EXPECT_DOUBLE_EQ(own.ema_decay_of("layout:nlp:random"), 0.9);
+  EXPECT_DOUBLE_EQ(own.ema_decay_of("tile:xla"), 0.5);  // the list replaced the default
+  EXPECT_DOUBLE_EQ(own.ema_decay_of("layout:xla:random"), 0.5);
+  expect_list_refused("train.ema_decay_by_collection",
+                      {{"[tile:xla]", "expected collection=decay, got 'tile:xla'"},
+                       {"[tile:xla=1]", "in 'tile:xla=1': value 1 is out of range [0, 0.99999]"},
+                       {"[tile:xla=0, tile:xla=0.5]", "given twice"},
+                       {"[tile:abc=0]", "tile:abc"}});
+}
+
 // The settings' errors say where the bad value came from: the config file or --set.
 TEST(TrainSettings, ErrorsNameTheFileOrTheOverride) {
   register_model_choices();

@@ -160,12 +160,13 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   broadcast_parameters(*model, group);
   verify_parameters(*model, group);
   // Every rank of the group steps the same weights, so each keeps the same average.
-  WeightAverage average(*model, s.ema_decay);
+  WeightAverage average(*model, s.ema_decay_of(collection));
   // A checkpoint of a run with weight averaging holds the average as its model and the
   // training weights beside it.
   if (!resumed_training_weights.empty()) {
     if (!average.enabled())
-      throw Error("checkpoint holds averaged weights but train.ema_decay is 0", last, "train.ema_decay");
+      throw Error("checkpoint holds averaged weights but " + collection + "'s decay is 0", last,
+                  "train.ema_decay");
     average.resume(resumed_training_weights);
   }
   GradientReducer reducer(*model, group, s.stall_timeout_s);

@@ -92,6 +92,9 @@ TrainSettings::TrainSettings(const Config& cfg) try
   collection_attention_heads = per_collection<int64_t>(
       cfg.get_list("model.layout.attention_heads_by_collection"), "model.layout.attention_heads_by_collection",
       "heads", "model.layout.attention_heads", parse_config_int);
+  collection_ema_decay = per_collection<double>(cfg.get_list("train.ema_decay_by_collection"),
+                                                "train.ema_decay_by_collection", "decay", "train.ema_decay",
+                                                parse_config_float);
   require_layout_collections(collection_dropout, "model.layout.dropout_by_collection");
   require_layout_collections(collection_attention_heads, "model.layout.attention_heads_by_collection");
   if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
@@ -114,6 +117,11 @@ TrainSettings::TrainSettings(const Config& cfg) try
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
 } catch (Error& e) {
   throw e.with_file(cfg.origin(e.key()));
+}
+
+double TrainSettings::ema_decay_of(const std::string& collection) const {
+  const auto own = collection_ema_decay.find(Collection::parse(collection).id());
+  return own != collection_ema_decay.end() ? own->second : ema_decay;
 }
 
 int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps,

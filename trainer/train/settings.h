@@ -31,6 +31,7 @@ struct TrainSettings {
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
   double ema_decay = 0.99;  // 0: no weight averaging (weight_average.h)
+  std::map<std::string, double> collection_ema_decay;  // replaces ema_decay
   double stall_timeout_s = 600;
   double config_cache_mb = 256;  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
@@ -52,6 +53,8 @@ struct TrainSettings {
   // at max_config_passes_per_epoch passes over the fold's `train_configs` (0: unknown, no
   // cap). No default: a caller that forgot the count would silently train uncapped.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs) const;
+  // The weight averaging decay of a collection's folds: its own, else train.ema_decay.
+  double ema_decay_of(const std::string& collection) const;
   // The model the config asks a collection's folds for, for data with this many node
   // feature columns: its kind's, with its own dropout and attention heads
   // (model.layout.dropout_by_collection, model.layout.attention_heads_by_collection).
