@@ -188,6 +188,11 @@ TEST(TrainSettings, WeightAveragingPerCollection) {
   EXPECT_DOUBLE_EQ(own.ema_decay_of("layout:nlp:random"), 0.9);
   EXPECT_DOUBLE_EQ(own.ema_decay_of("tile:xla"), 0.5);  // the list replaced the default
   EXPECT_DOUBLE_EQ(own.ema_decay_of("layout:xla:random"), 0.5);
+  // Errors about a collection's averaging name the key its decay came from.
+  EXPECT_EQ(s.ema_decay_key_of("tile:xla"), "train.ema_decay_by_collection");
+  EXPECT_EQ(s.ema_decay_key_of("layout:xla:random"), "train.ema_decay");
+  EXPECT_EQ(own.ema_decay_key_of("layout:nlp:random"), "train.ema_decay_by_collection");
+  EXPECT_EQ(own.ema_decay_key_of("tile:xla"), "train.ema_decay");
   expect_list_refused("train.ema_decay_by_collection",
                       {{"[tile:xla]", "expected collection=decay, got 'tile:xla'"},
                        {"[tile:xla=1]", "in 'tile:xla=1': value 1 is out of range [0, 0.99999]"},

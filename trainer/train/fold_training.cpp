@@ -166,7 +166,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   if (!resumed_training_weights.empty()) {
     if (!average.enabled())
       throw Error("checkpoint holds averaged weights but " + collection + "'s decay is 0", last,
-                  "train.ema_decay");
+                  s.ema_decay_key_of(collection));
     average.resume(resumed_training_weights);
   }
   GradientReducer reducer(*model, group, s.stall_timeout_s);

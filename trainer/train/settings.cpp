@@ -124,6 +124,11 @@ double TrainSettings::ema_decay_of(const std::string& collection) const {
   return own != collection_ema_decay.end() ? own->second : ema_decay;
 }
 
+std::string TrainSettings::ema_decay_key_of(const std::string& collection) const {
+  return collection_ema_decay.count(Collection::parse(collection).id()) ? "train.ema_decay_by_collection"
+                                                                       : "train.ema_decay";
+}
+
 int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps,
                                        int64_t train_configs) const {
   const Kind kind = Collection::parse(collection).kind;

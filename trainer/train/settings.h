@@ -55,6 +55,8 @@ struct TrainSettings {
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs) const;
   // The weight averaging decay of a collection's folds: its own, else train.ema_decay.
   double ema_decay_of(const std::string& collection) const;
+  // The key that set ema_decay_of(collection), for errors that name it.
+  std::string ema_decay_key_of(const std::string& collection) const;
   // The model the config asks a collection's folds for, for data with this many node
   // feature columns: its kind's, with its own dropout and attention heads
   // (model.layout.dropout_by_collection, model.layout.attention_heads_by_collection).
