@@ -11,8 +11,10 @@
 #           between splits) and the real tile kernel with the most configs (579; only the
 #           first WITHIN_REAL_TILE_SEEDS splits: every model scores 1.000 on it, so more
 #           splits add nothing), both featurized by
-#           tpuperf-featurize; the train file with the most configs of each generated layout
-#           collection of the bench tree and its WITHIN_TILE_GEN largest tile files (at most
+#           tpuperf-featurize; the WITHIN_LAYOUT_GEN train files with the most configs of each
+#           generated layout collection of the bench tree (one file was not enough: the
+#           largest xla:default file was lost by 0.007, the third largest by 0.06) and its
+#           WITHIN_TILE_GEN largest tile files (at most
 #           WITHIN_MAX_TRAIN train and WITHIN_MAX_TEST held-out configs per graph).
 #           tpuperf: each split is written as a release tree (train/ the 70% with runtimes,
 #           empty valid/, test/ the held-out configs with zeroed runtimes), preprocessed with
@@ -22,8 +24,9 @@
 #           train.min_steps_per_epoch_by_collection, = max(its default floor, ceil(train
 #           configs / (graphs_per_step x slate))) (one pass over the train configs per epoch;
 #           the default, one pass over the train *graphs*, is one step per epoch for one
-#           graph, raised to the floor), which train.max_config_passes_per_epoch caps in
-#           the trainer (the real graphs train fewer steps than the floor; the run's
+#           graph, raised to the floor), which the trainer raises to
+#           train.small_fold_min_config_passes_per_epoch passes over the configs and caps at
+#           train.max_config_passes_per_epoch (the real graphs train fewer steps than the floor; the run's
 #           metrics.csv has them), and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes.
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
@@ -50,7 +53,7 @@
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw): the bench tree, generated when
 #   absent; RESULTS (default <repo>/tests/bench/RESULTS.md); WITHIN_REAL_SEEDS (10),
-#   WITHIN_REAL_TILE_SEEDS (3), WITHIN_TILE_GEN (2), WITHIN_MAX_TRAIN (2000),
+#   WITHIN_REAL_TILE_SEEDS (3), WITHIN_LAYOUT_GEN (3), WITHIN_TILE_GEN (2), WITHIN_MAX_TRAIN (2000),
 #   WITHIN_MAX_TEST (1000), ACROSS_PER_GRAPH (1000); NICE (default 19): the niceness of
 #   every heavy command.
 set -euo pipefail
@@ -80,6 +83,7 @@ RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
 REAL=$SRC/tests/data/real
 WITHIN_REAL_SEEDS=${WITHIN_REAL_SEEDS:-10}
 WITHIN_REAL_TILE_SEEDS=${WITHIN_REAL_TILE_SEEDS:-3}
+WITHIN_LAYOUT_GEN=${WITHIN_LAYOUT_GEN:-3}
 WITHIN_TILE_GEN=${WITHIN_TILE_GEN:-2}
 WITHIN_MAX_TRAIN=${WITHIN_MAX_TRAIN:-2000}
 WITHIN_MAX_TEST=${WITHIN_MAX_TEST:-1000}
@@ -212,19 +216,20 @@ if [ "$DO_WITHIN" = 1 ]; then
   real_tile=$($PY -c "
 import glob, numpy as np
 print(max(glob.glob('$WORK/real-npz/npz/tile/xla/train/*.npz'), key=lambda f: len(np.load(f)['config_runtime'])))")
-  # The generated graphs: the most configs per layout collection, the largest tile files.
-  mapfile -t gen < <($PY - "$RAW/npz" "$WITHIN_TILE_GEN" <<'PY'
+  # The generated graphs: the files with the most configs per collection, as "<tree index>
+  # <collection> <file>" (tree gen-i holds the i-th largest file of each collection).
+  mapfile -t gen < <($PY - "$RAW/npz" "$WITHIN_LAYOUT_GEN" "$WITHIN_TILE_GEN" <<'PY'
 import glob, os, sys
 import numpy as np
-raw, ntile = sys.argv[1], int(sys.argv[2])
+raw, nlayout, ntile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def n(f):
     with np.load(f) as z:
         return len(z["config_runtime"])
-for c in ["layout/xla/random", "layout/xla/default", "layout/nlp/random", "layout/nlp/default"]:
-    f = max(sorted(glob.glob(f"{raw}/{c}/train/*.npz")), key=n)
-    print(c.replace("/", ":"), f)
-for f in sorted(glob.glob(f"{raw}/tile/xla/train/*.npz"), key=n)[::-1][:ntile]:
-    print("tile:xla", f)
+for c, k in [("layout/xla/random", nlayout), ("layout/xla/default", nlayout), ("layout/nlp/random", nlayout),
+             ("layout/nlp/default", nlayout), ("tile/xla", ntile)]:
+    # Largest first; equal sizes in name order.
+    for i, f in enumerate(sorted(sorted(glob.glob(f"{raw}/{c}/train/*.npz")), key=n, reverse=True)[:k]):
+        print(i, c.replace("/", ":"), f)
 PY
 )
   : > "$WORK/within/tasks.txt"
@@ -242,20 +247,22 @@ PY
     fi
     echo "real-$s [$colls]" >> "$WORK/within/tasks.txt"
   done
-  ti=0
+  declare -A gen_colls=()
   for line in "${gen[@]}"; do
-    c=${line%% *} f=${line#* }
-    if [ "$c" = tile:xla ]; then tree=gen-$ti; ti=$((ti + 1)); else tree=gen-0; fi
-    $NICE $BL make-within --src "$f" --collection "$c" --out "$WORK/within/$tree" --seed 0 \
+    read -r i c f <<< "$line"
+    $NICE $BL make-within --src "$f" --collection "$c" --out "$WORK/within/gen-$i" --seed 0 \
       --max-train "$WITHIN_MAX_TRAIN" --max-test "$WITHIN_MAX_TEST" > /dev/null
+    gen_colls[$i]=${gen_colls[$i]:+${gen_colls[$i]},}$c
   done
-  echo "gen-0 [layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default,tile:xla]" >> "$WORK/within/tasks.txt"
-  for i in $(seq 1 $((ti - 1))); do echo "gen-$i [tile:xla]" >> "$WORK/within/tasks.txt"; done
+  for i in $(printf '%s\n' "${!gen_colls[@]}" | sort -n); do
+    echo "gen-$i [${gen_colls[$i]}]" >> "$WORK/within/tasks.txt"
+  done
   while read -r tree colls <&3; do
     # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step),
     # at least the collection's default floor; given as each collection's floor, since a
-    # one-pass epoch over the tree's one graph is one step. The trainer caps a floor at
-    # train.max_config_passes_per_epoch passes over the configs.
+    # one-pass epoch over the tree's one graph is one step. The trainer raises a floor to
+    # train.small_fold_min_config_passes_per_epoch passes over the configs and caps it at
+    # train.max_config_passes_per_epoch.
     floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" "$HERE" <<'PY'
 import glob, json, math, sys
 sys.path.insert(0, sys.argv[3])

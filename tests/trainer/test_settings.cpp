@@ -18,6 +18,7 @@ namespace tpuperf {
 namespace {
 
 constexpr int64_t kNoConfigCount = 0;  // the fold's train configs unknown: the floors uncapped
+constexpr int64_t kManyGraphs = 50;     // more train graphs than a step takes: no small-fold floor
 
 TrainSettings settings_of(std::vector<std::string> overrides) {
   register_model_choices();
@@ -42,15 +43,15 @@ void expect_list_refused(const std::string& key, const std::vector<std::pair<std
 
 TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 20);  // 6 graphs, 8 per step: one step
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount), 60);           // the bench tree's tile fold
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 714, kNoConfigCount), 714);        // the release's tile pass
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 20);  // 6 graphs, 8 per step: one step
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount, kManyGraphs), 60);           // the bench tree's tile fold
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 714, kNoConfigCount, kManyGraphs), 714);        // the release's tile pass
   const TrainSettings floor5 =
       settings_of({"train.layout_min_steps_per_epoch=5", "train.min_steps_per_epoch_by_collection=[]"});
-  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount), 5);
-  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26, kNoConfigCount), 26);
-  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount), 60);
-  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch("tile:xla", 2, kNoConfigCount), 7);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount, kManyGraphs), 5);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26, kNoConfigCount, kManyGraphs), 26);
+  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 60);
+  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 7);
   EXPECT_THROW(settings_of({"train.layout_min_steps_per_epoch=0"}), Error);
   EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
 }
@@ -59,34 +60,54 @@ TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
 // real layout graph of 64 configs gets 6 steps of 8 x 16 (12 passes), not 20 (40 passes).
 TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
   const TrainSettings s = settings_of({});  // 12 passes, 8 graphs a step, slates 16 / 32
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64), 6);     // ceil(12 x 64 / 128)
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, 64), 6);     // caps its own floor too
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 405), 19);            // ceil(12 x 405 / 256)
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000), 20);  // 188 > the floor: no cap
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 1), 1);      // ceil(12 / 128)
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 9, 64), 9);     // a pass over the graphs wins
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount), 20);  // no cap
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 6);     // ceil(12 x 64 / 128)
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, 64, kManyGraphs), 6);     // caps its own floor too
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 405, kManyGraphs), 19);            // ceil(12 x 405 / 256)
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000, kManyGraphs), 20);  // 188 > the floor: no cap
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 1, kManyGraphs), 1);      // ceil(12 / 128)
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 9, 64, kManyGraphs), 9);     // a pass over the graphs wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, kManyGraphs), 20);  // no cap
   const TrainSettings off = settings_of({"train.max_config_passes_per_epoch=0"});
-  EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64), 20);
+  EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 20);
   const TrainSettings half = settings_of({"train.max_config_passes_per_epoch=0.5"});
-  EXPECT_EQ(half.steps_per_epoch("layout:xla:random", 1, 640), 3);  // ceil(0.5 x 640 / 128)
-  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=50"}).steps_per_epoch("layout:xla:random", 1, 64), 50);
+  EXPECT_EQ(half.steps_per_epoch("layout:xla:random", 1, 640, kManyGraphs), 3);  // ceil(0.5 x 640 / 128)
+  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=50"}).steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 50);
   EXPECT_THROW(settings_of({"train.max_config_passes_per_epoch=-1"}), Error);
+}
+
+// A fold of at most graphs_per_step train graphs (one graph tuned on its own configs)
+// trains at least train.small_fold_min_config_passes_per_epoch (4) passes over its configs
+// an epoch, within the 12-pass cap; folds of more graphs keep their floors.
+TEST(TrainSettings, ASmallFoldTrainsSomePassesOverItsConfigs) {
+  const TrainSettings s = settings_of({});  // 8 graphs a step, slates 16 / 32
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 1), 63);  // ceil(4 x 2000 / 128)
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 8), 63);  // as many graphs as a step takes
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 9), 20);  // more: the floor alone
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 40);   // 22 is below its own floor
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, 1), 6);      // the cap still applies
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 60);            // ceil(4 x 1602 / 256) = 26
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, 1), 20);
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 80, 2000, 1), 80);  // a pass over the graphs wins
+  const TrainSettings off = settings_of({"train.small_fold_min_config_passes_per_epoch=0"});
+  EXPECT_EQ(off.steps_per_epoch("layout:xla:default", 1, 2000, 1), 20);
+  const TrainSettings above = settings_of({"train.small_fold_min_config_passes_per_epoch=20"});
+  EXPECT_EQ(above.steps_per_epoch("layout:xla:default", 1, 2000, 1), 188);  // the cap: ceil(12 x 2000 / 128)
+  EXPECT_THROW(settings_of({"train.small_fold_min_config_passes_per_epoch=-1"}), Error);
 }
 
 TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
   const TrainSettings s = settings_of({});  // the nlp collections' floor is 40 by default
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 40);
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount), 40);
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57, kNoConfigCount), 57);  // a longer pass still wins
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount), 20);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57, kNoConfigCount, kManyGraphs), 57);  // a longer pass still wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, kManyGraphs), 20);
   const TrainSettings own = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla=3, layout:xla:default=9]",
                                          "train.layout_min_steps_per_epoch=5"});
-  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount), 3);  // below the kind's floor too
-  EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1, kNoConfigCount), 9);
-  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 5);  // the list replaced the default one
+  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 3);  // below the kind's floor too
+  EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, kManyGraphs), 9);
+  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 5);  // the list replaced the default one
   const TrainSettings set4 = settings_of({"train.layout_steps_per_epoch=4"});
-  EXPECT_EQ(set4.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount), 4);
+  EXPECT_EQ(set4.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 4);
 }
 
 TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
@@ -108,7 +129,7 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
   const auto floors = [](const std::string& list) {
     return settings_of({"train.min_steps_per_epoch_by_collection=" + list});
   };
-  EXPECT_EQ(floors("[tile:xla=1000000000]").steps_per_epoch("tile:xla", 1, kNoConfigCount), 1000000000);
+  EXPECT_EQ(floors("[tile:xla=1000000000]").steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 1000000000);
   for (const char* bad : {"[tile:xla=1000000001]", "[tile:xla=-3]"}) {
     try {
       floors(bad);
@@ -130,7 +151,7 @@ TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
     EXPECT_NE(std::string(e.what()).find("expected collection=steps, got 'tile:xla'"), std::string::npos) << e.what();
   }
   const auto spaced = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla = 7]"});
-  EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1, kNoConfigCount), 7);
+  EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 7);
 }
 
 // model.layout.dropout_by_collection replaces model.layout.dropout for the collections it
@@ -247,8 +268,8 @@ TEST(TrainSettings, LossPerKind) {
 
 TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {
   const TrainSettings s = settings_of({"train.steps_per_epoch=3", "train.tile_steps_per_epoch=7"});
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 500, kNoConfigCount), 7);
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 500, kNoConfigCount), 3);
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 500, kNoConfigCount, kManyGraphs), 7);
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 500, kNoConfigCount, kManyGraphs), 3);
 }
 
 TEST(TrainSettings, DefaultModelsAreTheShapeAwareOnes) {

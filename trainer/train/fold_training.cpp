@@ -184,7 +184,7 @@ std::string train_fold(const TrainSettings& s, const std::string& collection, in
   SlateSampler sampler(train.num_configs(), so, work);
   int64_t train_configs = 0;
   for (int64_t n : train.num_configs()) train_configs += n;
-  const int64_t spe = s.steps_per_epoch(collection, sampler.steps_per_pass(), train_configs);
+  const int64_t spe = s.steps_per_epoch(collection, sampler.steps_per_pass(), train_configs, train.size());
   if (rank == 0)
     spdlog::info("{}: model {} (hidden {}, {} layers, dropout {}, {} attention heads), {} steps an epoch over {} "
                  "train graphs of {} configs",

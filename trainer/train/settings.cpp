@@ -83,6 +83,7 @@ TrainSettings::TrainSettings(const Config& cfg) try
   tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
   layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
   max_config_passes_per_epoch = cfg.get_float("train.max_config_passes_per_epoch");
+  small_fold_min_config_passes_per_epoch = cfg.get_float("train.small_fold_min_config_passes_per_epoch");
   collection_min_steps = per_collection<int64_t>(cfg.get_list("train.min_steps_per_epoch_by_collection"),
                                                  "train.min_steps_per_epoch_by_collection", "steps",
                                                  "train.layout_min_steps_per_epoch", parse_config_int);
@@ -129,8 +130,8 @@ std::string TrainSettings::ema_decay_key_of(const std::string& collection) const
                                                                        : "train.ema_decay";
 }
 
-int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps,
-                                       int64_t train_configs) const {
+int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs,
+                                       int64_t train_graphs) const {
   const Kind kind = Collection::parse(collection).kind;
   const bool tile = kind == Kind::Tile;
   const int64_t set = tile ? tile_steps_per_epoch : layout_steps_per_epoch;
@@ -142,12 +143,18 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
   // The floors were chosen for folds of many graphs with thousands of configs; one graph of
   // 64 configs at a floor of 20 sees each config 400 times in 10 epochs, and ranked its
   // held-out configs worse than at 120 (tests/bench/RESULTS.md, "Baselines: analysis" (6)).
-  if (max_config_passes_per_epoch > 0 && train_configs > 0) {
-    const double per_step = static_cast<double>(graphs_per_step * slate(kind));
-    const double passes = max_config_passes_per_epoch * static_cast<double>(train_configs);
-    const auto cap = static_cast<int64_t>(std::ceil(passes / per_step));
-    floor = std::min(floor, cap);  // >= 1: passes and configs are positive
-  }
+  const double per_step = static_cast<double>(graphs_per_step * slate(kind));
+  const auto steps_for = [&](double passes) {
+    return static_cast<int64_t>(std::ceil(passes * static_cast<double>(train_configs) / per_step));
+  };
+  // The floors came from folds of many graphs, where more steps stopped helping; one graph
+  // of 2,000 configs at a floor of 20 steps sees each config 13 times in 10 epochs, and
+  // ranked its held-out configs better with about 3x that (RESULTS.md, "Baselines:
+  // analysis" (12)).
+  if (small_fold_min_config_passes_per_epoch > 0 && train_configs > 0 && train_graphs <= graphs_per_step)
+    floor = std::max(floor, steps_for(small_fold_min_config_passes_per_epoch));
+  if (max_config_passes_per_epoch > 0 && train_configs > 0)
+    floor = std::min(floor, steps_for(max_config_passes_per_epoch));  // >= 1: passes and configs are positive
   return std::max(pass_steps, floor);
 }
 
