@@ -107,10 +107,10 @@ std::vector<ConfigKey>& schema_table() {
       // One generated layout graph of 2,000 train configs at 20 steps an epoch (1.3 passes)
       // ranked its held-out configs below ridge regression; about 4 passes an epoch (60
       // steps) ranked the three largest xla:default files 0.005-0.033 better (RESULTS.md,
-      // "Baselines: analysis" (12)). Folds of many graphs are not affected.
-      {"train.small_fold_min_config_passes_per_epoch", T::Float, "4",
-       "a fold of at most train.graphs_per_step train graphs trains at least about this many passes over "
-       "its train configs an epoch, within train.max_config_passes_per_epoch (0 = off)",
+      // "Baselines: analysis" (12)). Folds of two graphs or more are not affected.
+      {"train.single_graph_min_config_passes_per_epoch", T::Float, "4",
+       "a fold of one train graph trains at least about this many passes over its train configs an epoch, "
+       "within train.max_config_passes_per_epoch (0 = off)",
        0, 1e9},
       {"train.tile_slate", T::Int, "32", "configs per tile graph in a step", 2, 4096},
       {"train.layout_slate", T::Int, "16", "configs per layout graph in a step", 2, 4096},

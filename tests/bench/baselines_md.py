@@ -59,7 +59,7 @@ def main():
               "each collection's floor on the steps of an epoch (`train.min_steps_per_epoch_by_collection`) "
               "= max(its default floor (its own entry there, else `train.{tile,layout}_min_steps_per_epoch`), train configs "
               "/ (8 graphs x slate)) (the default epoch, one pass over the train *graphs*, is one step "
-              "here), which the trainer raises to `train.small_fold_min_config_passes_per_epoch` and caps at "
+              "here), which the trainer raises to `train.single_graph_min_config_passes_per_epoch` and caps at "
               "`train.max_config_passes_per_epoch` passes over the train configs (the generated "
               "layout files train more steps than the floor, the real graphs fewer), and "
               "`output.tile_keep_default=false` (config 0 of a held-out part is not the compiler's "

@@ -18,7 +18,7 @@ namespace tpuperf {
 namespace {
 
 constexpr int64_t kNoConfigCount = 0;  // the fold's train configs unknown: the floors uncapped
-constexpr int64_t kManyGraphs = 50;     // more train graphs than a step takes: no small-fold floor
+constexpr int64_t kManyGraphs = 50;     // more than one train graph: no lone-graph floor
 
 TrainSettings settings_of(std::vector<std::string> overrides) {
   register_model_choices();
@@ -75,24 +75,25 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
   EXPECT_THROW(settings_of({"train.max_config_passes_per_epoch=-1"}), Error);
 }
 
-// A fold of at most graphs_per_step train graphs (one graph tuned on its own configs)
-// trains at least train.small_fold_min_config_passes_per_epoch (4) passes over its configs
-// an epoch, within the 12-pass cap; folds of more graphs keep their floors.
-TEST(TrainSettings, ASmallFoldTrainsSomePassesOverItsConfigs) {
+// A fold of one train graph (a graph tuned on its own configs) trains at least
+// train.single_graph_min_config_passes_per_epoch (4) passes over its configs an epoch,
+// within the 12-pass cap; folds of more graphs keep their floors (the bench tree's layout
+// folds have 6-7 graphs of 10^4-10^5 configs).
+TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   const TrainSettings s = settings_of({});  // 8 graphs a step, slates 16 / 32
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 1), 63);  // ceil(4 x 2000 / 128)
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 8), 63);  // as many graphs as a step takes
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 9), 20);  // more: the floor alone
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 2), 20);        // two graphs: the floor alone
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 60000, 7), 20);       // a bench-tree fold
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 40);   // 22 is below its own floor
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, 1), 6);      // the cap still applies
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 60);            // ceil(4 x 1602 / 256) = 26
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, 1), 20);
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 80, 2000, 1), 80);  // a pass over the graphs wins
-  const TrainSettings off = settings_of({"train.small_fold_min_config_passes_per_epoch=0"});
+  const TrainSettings off = settings_of({"train.single_graph_min_config_passes_per_epoch=0"});
   EXPECT_EQ(off.steps_per_epoch("layout:xla:default", 1, 2000, 1), 20);
-  const TrainSettings above = settings_of({"train.small_fold_min_config_passes_per_epoch=20"});
+  const TrainSettings above = settings_of({"train.single_graph_min_config_passes_per_epoch=20"});
   EXPECT_EQ(above.steps_per_epoch("layout:xla:default", 1, 2000, 1), 188);  // the cap: ceil(12 x 2000 / 128)
-  EXPECT_THROW(settings_of({"train.small_fold_min_config_passes_per_epoch=-1"}), Error);
+  EXPECT_THROW(settings_of({"train.single_graph_min_config_passes_per_epoch=-1"}), Error);
 }
 
 TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {

@@ -83,7 +83,7 @@ TrainSettings::TrainSettings(const Config& cfg) try
   tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
   layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
   max_config_passes_per_epoch = cfg.get_float("train.max_config_passes_per_epoch");
-  small_fold_min_config_passes_per_epoch = cfg.get_float("train.small_fold_min_config_passes_per_epoch");
+  single_graph_min_config_passes_per_epoch = cfg.get_float("train.single_graph_min_config_passes_per_epoch");
   collection_min_steps = per_collection<int64_t>(cfg.get_list("train.min_steps_per_epoch_by_collection"),
                                                  "train.min_steps_per_epoch_by_collection", "steps",
                                                  "train.layout_min_steps_per_epoch", parse_config_int);
@@ -150,9 +150,10 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
   // The floors came from folds of many graphs, where more steps stopped helping; one graph
   // of 2,000 configs at a floor of 20 steps sees each config 13 times in 10 epochs, and
   // ranked its held-out configs better with about 3x that (RESULTS.md, "Baselines:
-  // analysis" (12)).
-  if (small_fold_min_config_passes_per_epoch > 0 && train_configs > 0 && train_graphs <= graphs_per_step)
-    floor = std::max(floor, steps_for(small_fold_min_config_passes_per_epoch));
+  // analysis" (12)). Only a lone graph: the bench tree's folds of 6-7 graphs with 10^4-10^5
+  // configs would train thousands of steps an epoch.
+  if (single_graph_min_config_passes_per_epoch > 0 && train_configs > 0 && train_graphs == 1)
+    floor = std::max(floor, steps_for(single_graph_min_config_passes_per_epoch));
   if (max_config_passes_per_epoch > 0 && train_configs > 0)
     floor = std::min(floor, steps_for(max_config_passes_per_epoch));  // >= 1: passes and configs are positive
   return std::max(pass_steps, floor);

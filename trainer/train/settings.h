@@ -27,9 +27,9 @@ struct TrainSettings {
   // that a few small graphs are not repeated hundreds of times an epoch. A step counts as
   // graphs_per_step full slates.
   double max_config_passes_per_epoch = 12;
-  // A fold of at most graphs_per_step train graphs (one graph tuned on its own configs)
-  // raises its floor to about this many passes over its train configs (0: off).
-  double small_fold_min_config_passes_per_epoch = 4;
+  // A fold of one train graph (a graph tuned on its own configs) raises its floor to about
+  // this many passes over its train configs (0: off).
+  double single_graph_min_config_passes_per_epoch = 4;
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
@@ -53,8 +53,8 @@ struct TrainSettings {
   const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
   // The configured steps per epoch, or, when that is 0, one pass over the train graphs
   // (`pass_steps`) with the collection's floor (its own, else its kind's), raised to
-  // small_fold_min_config_passes_per_epoch passes over the fold's `train_configs` when it
-  // has at most graphs_per_step `train_graphs`, then capped at max_config_passes_per_epoch
+  // single_graph_min_config_passes_per_epoch passes over the fold's `train_configs` when it
+  // has one `train_graphs`, then capped at max_config_passes_per_epoch
   // passes (train_configs 0: unknown, neither). No defaults: a caller that forgot the counts
   // would silently train another budget.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs,
