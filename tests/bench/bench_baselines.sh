@@ -25,7 +25,7 @@
 #           configs / (graphs_per_step x slate))) (one pass over the train configs per epoch;
 #           the default, one pass over the train *graphs*, is one step per epoch for one
 #           graph, raised to the floor), which the trainer raises to
-#           train.small_fold_min_config_passes_per_epoch passes over the configs and caps at
+#           train.single_graph_min_config_passes_per_epoch passes over the configs and caps at
 #           train.max_config_passes_per_epoch (the real graphs train fewer steps than the floor; the run's
 #           metrics.csv has them), and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes.
@@ -261,7 +261,7 @@ PY
     # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step),
     # at least the collection's default floor; given as each collection's floor, since a
     # one-pass epoch over the tree's one graph is one step. The trainer raises a floor to
-    # train.small_fold_min_config_passes_per_epoch passes over the configs and caps it at
+    # train.single_graph_min_config_passes_per_epoch passes over the configs and caps it at
     # train.max_config_passes_per_epoch.
     floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" "$HERE" <<'PY'
 import glob, json, math, sys
