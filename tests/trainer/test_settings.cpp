@@ -43,7 +43,8 @@ void expect_list_refused(const std::string& key, const std::vector<std::pair<std
 
 TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 20);  // 6 graphs, 8 per step: one step
+  // 6 graphs, 8 per step: one step.
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 20);
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount, kManyGraphs), 60);           // the bench tree's tile fold
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 714, kNoConfigCount, kManyGraphs), 714);        // the release's tile pass
   const TrainSettings floor5 =
@@ -51,7 +52,8 @@ TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
   EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount, kManyGraphs), 5);
   EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26, kNoConfigCount, kManyGraphs), 26);
   EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 60);
-  EXPECT_EQ(settings_of({"train.tile_min_steps_per_epoch=7"}).steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 7);
+  const TrainSettings tile7 = settings_of({"train.tile_min_steps_per_epoch=7"});
+  EXPECT_EQ(tile7.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 7);
   EXPECT_THROW(settings_of({"train.layout_min_steps_per_epoch=0"}), Error);
   EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
 }
@@ -71,7 +73,8 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
   EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 20);
   const TrainSettings half = settings_of({"train.max_config_passes_per_epoch=0.5"});
   EXPECT_EQ(half.steps_per_epoch("layout:xla:random", 1, 640, kManyGraphs), 3);  // ceil(0.5 x 640 / 128)
-  EXPECT_EQ(settings_of({"train.layout_steps_per_epoch=50"}).steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 50);
+  const TrainSettings set50 = settings_of({"train.layout_steps_per_epoch=50"});
+  EXPECT_EQ(set50.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 50);
   EXPECT_THROW(settings_of({"train.max_config_passes_per_epoch=-1"}), Error);
 }
 
@@ -106,7 +109,8 @@ TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
                                          "train.layout_min_steps_per_epoch=5"});
   EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 3);  // below the kind's floor too
   EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, kManyGraphs), 9);
-  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 5);  // the list replaced the default one
+  // The list replaced the default one.
+  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 5);
   const TrainSettings set4 = settings_of({"train.layout_steps_per_epoch=4"});
   EXPECT_EQ(set4.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 4);
 }
