@@ -20,13 +20,10 @@
 #           empty valid/, test/ the held-out configs with zeroed runtimes), preprocessed with
 #           preprocess.folds=1 (the one fold model trains on every train config; no out-of-
 #           fold or valid score, so the last epoch is kept), trained with the schema's
-#           defaults except each collection's floor on the steps of an epoch,
-#           train.min_steps_per_epoch_by_collection, = max(its default floor, ceil(train
-#           configs / (graphs_per_step x slate))) (one pass over the train configs per epoch;
-#           the default, one pass over the train *graphs*, is one step per epoch for one
-#           graph, raised to the floor), which the trainer raises to
-#           train.single_graph_min_config_passes_per_epoch passes over the configs and caps at
-#           train.max_config_passes_per_epoch (the real graphs train fewer steps than the floor; the run's
+#           defaults (a fold of one graph trains its collection's floor on the steps of an
+#           epoch, raised to train.single_graph_min_config_passes_per_epoch passes over its
+#           configs and capped at train.max_config_passes_per_epoch: the generated layout
+#           files train more steps than the floor, the real graphs fewer; the run's
 #           metrics.csv has them), and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes.
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
@@ -258,29 +255,12 @@ PY
     echo "gen-$i [${gen_colls[$i]}]" >> "$WORK/within/tasks.txt"
   done
   while read -r tree colls <&3; do
-    # Steps per epoch: one pass over the train configs (8 graphs of a slate each per step),
-    # at least the collection's default floor; given as each collection's floor, since a
-    # one-pass epoch over the tree's one graph is one step. The trainer raises a floor to
-    # train.single_graph_min_config_passes_per_epoch passes over the configs and caps it at
-    # train.max_config_passes_per_epoch.
-    floors=$($PY - "$WORK/within/$tree" "$("$BIN/tpuperf-train" --help-config)" "$HERE" <<'PY'
-import glob, json, math, sys
-sys.path.insert(0, sys.argv[3])
-from results_md import collection_floor, schema_default
-floors = []
-for f in sorted(glob.glob(f"{sys.argv[1]}/split-*.json")):
-    s = json.load(open(f))
-    c = s["collection"]
-    kind = "tile" if c.startswith("tile") else "layout"
-    floor = int(collection_floor(sys.argv[2], c))
-    slate = int(schema_default(sys.argv[2], f"train.{kind}_slate"))
-    floors.append(f"{c}={max(floor, math.ceil(s['train'] / (8 * slate)))}")
-print("[" + ", ".join(floors) + "]")
-PY
-)
-    echo "-- $tree $colls (step floors $floors, before the trainer's config-pass cap)"
+    # Steps per epoch: the trainer's own for a fold of one graph, at least
+    # train.single_graph_min_config_passes_per_epoch passes over its configs, within
+    # train.max_config_passes_per_epoch (a one-pass epoch over one graph is one step).
+    echo "-- $tree $colls"
     run_tpuperf "within-$tree" "$WORK/within/$tree" "$colls" --set preprocess.folds=1 \
-      --set train.min_steps_per_epoch_by_collection="$floors" --set output.tile_keep_default=false
+      --set output.tile_keep_default=false
     for c in $(echo "$colls" | tr -d '[]' | tr , ' '); do
       imp=()
       [[ $tree == gen-0 || $tree == real-0 ]] && imp=(--importances)
