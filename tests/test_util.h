@@ -1,13 +1,29 @@
 // Helpers shared by the GoogleTest files.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
+#include "common/error.h"
+
 namespace tpuperf {
+
+// The message of the Error fn throws (it names the file and key); a test failure and
+// "no Error thrown" when it throws none.
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return "no Error thrown";
+}
 
 // A fresh directory under /tmp, removed with everything in it when the object goes away.
 class TempDir {

@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "tests/test_util.h"
 
 using namespace tpuperf;
 using ::testing::HasSubstr;
@@ -24,15 +25,6 @@ std::string write_temp(const std::string& text) {
   EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
   close(fd);
   return tmpl;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -83,16 +83,6 @@ void replace(Arrays& arrays, const std::string& key, NpyArray a) {
     if (k == key) v = std::move(a);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
-}
-
 class GraphTest : public ::testing::Test {
  protected:
   void SetUp() override {

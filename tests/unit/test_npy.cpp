@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/npy.h"
+#include "tests/test_util.h"
 
 using namespace tpuperf;
 using ::testing::HasSubstr;
@@ -33,16 +34,6 @@ std::string npy_with_dict(const std::string& dict, int version = 1) {
 
 NpyHeader parse(const std::string& s) {
   return parse_npy_header(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
 }
 
 std::string parse_error(const std::string& dict) {

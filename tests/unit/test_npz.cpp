@@ -144,16 +144,6 @@ std::string npy_dict(const std::string& dict, const std::string& payload) {
   return s + body + payload;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
-}
-
 class NpzTest : public ::testing::Test {
  protected:
 

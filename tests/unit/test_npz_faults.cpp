@@ -45,15 +45,6 @@ std::string archive_with_header_length(const TempDir& dir, int version, uint32_t
   return path;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no Error thrown";
-}
-
 TEST(NpzFaults, HeaderLengthEndingInsideThePreambleIsMalformed) {
   TempDir dir;
   for (uint32_t length : {0u, 1u}) {
