@@ -22,7 +22,7 @@ ProcessedGraph convert_source(const std::string& path, const std::string& collec
     return to_processed(g, collection, split, fold, s.dedup, dedup);
   }
   LayoutGraph g = load_layout_graph(path, buffer);
-  return to_processed(g, collection, split, fold, s.dedup, dedup, s.prune_hops);
+  return to_processed(g, collection, split, fold, s.dedup, dedup, s.prune.of(collection));
 }
 
 std::vector<std::string> diff_graphs(const ProcessedGraph& a, const ProcessedGraph& b) {

@@ -9,7 +9,7 @@ PreprocessSettings::PreprocessSettings(const Config& cfg)
     : raw_root(cfg.get_path("data.raw_dir")),
       out_dir(cfg.get_path("data.processed_dir")),
       collections(cfg.get_list("data.collections")),
-      prune_hops(static_cast<int>(cfg.get_int("preprocess.prune_hops"))),
+      prune(cfg),
       dedup(parse_dedup_policy(cfg.get_string("preprocess.dedup"))),
       folds(static_cast<int>(cfg.get_int("preprocess.folds"))),
       fold_by(parse_fold_by(cfg.get_string("preprocess.fold_by"))),

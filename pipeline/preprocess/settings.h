@@ -7,6 +7,7 @@
 
 #include "common/config.h"
 #include "common/config_dedup.h"
+#include "common/prune_hops.h"
 #include "pipeline/preprocess/features.h"
 #include "pipeline/preprocess/folds.h"
 
@@ -15,7 +16,7 @@ namespace tpuperf {
 struct PreprocessSettings {
   std::string raw_root, out_dir;
   std::vector<std::string> collections;
-  int prune_hops = 1;
+  PruneHops prune;
   DedupPolicy dedup = DedupPolicy::Min;
   int folds = 5;
   FoldBy fold_by = FoldBy::Auto;

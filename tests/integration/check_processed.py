@@ -7,6 +7,8 @@ transform in the manifest only), exact decoding of the base-7 packed layout conf
 grouping by model family, and the test split left untouched.
 
 usage: check_processed.py RAW_DIR PROCESSED_DIR PRUNE_HOPS FOLDS [OTHER_PROCESSED_DIR]
+PRUNE_HOPS: the hops of every layout collection, then any per-collection ones, e.g.
+"1,layout:xla:default=2".
 With OTHER_PROCESSED_DIR, also asserts that both outputs hold identical graphs (e.g. a
 1-rank and a 2-rank run) and identical feature transforms.
 """
@@ -177,14 +179,21 @@ def load(processed):
         return yaml.safe_load(f)
 
 
+def parse_hops(spec):
+    """"1,layout:xla:default=2" -> (1, {"layout:xla:default": 2})."""
+    first, *rest = spec.split(",")
+    return int(first), {c: int(h) for c, h in (e.split("=") for e in rest)}
+
+
 def main():
-    raw, processed, hops, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    raw, processed, k = sys.argv[1], sys.argv[2], int(sys.argv[4])
+    hops, hops_by_collection = parse_hops(sys.argv[3])
     m = load(processed)
     shards = Shards(processed)
     fam_fold = {}
     for mg in m["graphs"]:
         g = shards.graph(mg["shard"], mg["index"])
-        check_graph(raw, mg, g, hops)
+        check_graph(raw, mg, g, hops_by_collection.get(mg["collection"], hops))
         if g["fold"] != mg["fold"]:
             fail(f"{mg['name']}: fold {g['fold']} in shard, {mg['fold']} in manifest")
         if mg["split"] == "train":

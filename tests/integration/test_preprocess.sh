@@ -12,6 +12,8 @@ BIN=$1
 SRC=$2
 PY=/usr/bin/python3
 CHECK="$PY $SRC/tests/integration/check_processed.py"
+# The pruning of cfg.yaml: 1 hop, 2 on layout:xla:default (preprocess.prune_hops_by_collection).
+HOPS=1,layout:xla:default=2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -27,6 +29,7 @@ data:
   processed_dir: $work/p2
 preprocess:
   prune_hops: 1
+  prune_hops_by_collection: [layout:xla:default=2]
   folds: 2
   shard_mb: 0.05
 YAML
@@ -54,18 +57,18 @@ grep -q "zzempty.npz" "$work/p2/rejected.txt"
 grep -q "zzdir.npz.*directory" "$work/p2/rejected.txt"
 [ "$(grep -vc '^#' "$work/p2/rejected.txt")" -eq 3 ] || { cat "$work/p2/rejected.txt"; exit 1; }
 grep -q "graphs, 1 rejected" "$work/run1.log"
-$CHECK "$RAW" "$work/p2" 1 2
+$CHECK "$RAW" "$work/p2" "$HOPS" 2
 
 step "the bad files removed: the same graphs as with them"
 rm -rf "$RAW/layout/xla/random/train/zzbad_value.npz" "$RAW/tile/xla/valid/zzempty.npz" "$RAW/tile/xla/train/zzdir.npz"
 mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.processed_dir="$work/p1" > "$work/run_np1.log" 2>&1 \
   || { cat "$work/run_np1.log"; exit 1; }
 [ "$(grep -vc '^#' "$work/p1/rejected.txt")" -eq 0 ]
-$CHECK "$RAW" "$work/p1" 1 2 "$work/p2"
+$CHECK "$RAW" "$work/p1" "$HOPS" 2 "$work/p2"
 
 step "1 and 2 ranks agree (fresh 2-rank run without bad files)"
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run2.log" 2>&1 || { cat "$work/run2.log"; exit 1; }
-$CHECK "$RAW" "$work/p2" 1 2 "$work/p1"
+$CHECK "$RAW" "$work/p2" "$HOPS" 2 "$work/p1"
 
 step "tpuperf-inspect reads shards and compares a stored graph with its source"
 shard=$(ls "$work/p2"/layout_nlp_random/train/*.h5 | head -1)
@@ -79,6 +82,33 @@ rc=$?
 set -e
 [ "$rc" -eq 1 ] && grep -q "DIFFERENT fields" "$work/cmp.txt" || { cat "$work/cmp.txt"; echo "compare missed a difference"; exit 1; }
 "$BIN/tpuperf-inspect" --json "$shard" | $PY -c "import json,sys; d=json.load(sys.stdin)['files'][0]; assert d['type']=='shard' and len(d['graphs'])>0, d"
+
+step "inspect --compare prunes as the manifest says, also a manifest from before per-collection hops"
+# compare_xla_default DIR: the first xla:default train graph of DIR recomputes identically.
+compare_xla_default() {
+  local shard name
+  shard=$(ls "$1"/layout_xla_default/train/*.h5 | head -1)
+  name=$("$BIN/tpuperf-inspect" "$shard" | sed -n 2p | awk '{print $1}')
+  "$BIN/tpuperf-inspect" "$shard" --graph "$name" --compare > "$work/cmp_xd.txt" \
+    || { cat "$work/cmp_xd.txt"; echo "compare of $1 found a difference"; exit 1; }
+}
+compare_xla_default "$work/p2"
+# Preprocessed with 1 hop everywhere, then the list removed from the recorded settings, as
+# a manifest written before the key existed: --compare must prune by 1 hop everywhere (the
+# list's default must stay one that prunes old data as it was pruned).
+mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.processed_dir="$work/p_old" \
+  --set "data.collections=[layout:xla:default]" --set "preprocess.prune_hops_by_collection=[]" \
+  > "$work/old.log" 2>&1 || { cat "$work/old.log"; exit 1; }
+$PY - "$work/p_old/manifest.yaml" <<'PY'
+import json, sys, yaml
+path = sys.argv[1]
+m = json.load(open(path))  # manifest.yaml is JSON, a subset of YAML
+settings = yaml.safe_load(m["settings"])
+assert settings["preprocess"].pop("prune_hops_by_collection") == [], settings
+m["settings"] = yaml.safe_dump(settings)
+json.dump(m, open(path, "w"))
+PY
+compare_xla_default "$work/p_old"
 
 step "a rerun does nothing"
 before=$(stat -c %Y.%s "$work/p2/manifest.yaml"; ls -R "$work/p2" | md5sum)
@@ -101,7 +131,7 @@ mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" > "$work/run4.log" 2>&
 grep -q "redo layout:nlp:default valid" "$work/run4.log" || { cat "$work/run4.log"; exit 1; }
 [ "$(grep -c "redo " "$work/run4.log")" -eq 1 ] || { grep "redo " "$work/run4.log"; echo "more than one unit redone"; exit 1; }
 [ "$(ls "$work/p2/layout_nlp_default/train")" = "$train_shards" ] || { echo "train shards were rewritten"; exit 1; }
-$CHECK "$RAW" "$work/p2" 1 2
+$CHECK "$RAW" "$work/p2" "$HOPS" 2
 
 ! ls "$work/p2/"*.tmp.99999 2> /dev/null || { echo "a killed run's temporary files were left"; exit 1; }
 step "a transform-only setting refits without rewriting shards"
@@ -121,11 +151,11 @@ for fault in preprocess.file_done:1 preprocess.file_done:5 preprocess.before_man
   set -e
   [ "$rc" -ne 0 ] || { cat "$work/kill.log"; echo "fault $fault did not kill the run"; exit 1; }
   # Whatever the kill left, the manifest describes a complete output...
-  $CHECK "$RAW" "$work/p2" 1 2 > /dev/null
+  $CHECK "$RAW" "$work/p2" "$HOPS" 2 > /dev/null
   # ...and the next run finishes with the uninterrupted result.
   mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.log_columns=false > "$work/rec.log" 2>&1 \
     || { cat "$work/rec.log"; exit 1; }
-  $CHECK "$RAW" "$work/p2" 1 2 "$work/reference" > /dev/null
+  $CHECK "$RAW" "$work/p2" "$HOPS" 2 "$work/reference" > /dev/null
   leftovers=$(find "$work/p2" -name '*.tmp*' | wc -l)
   [ "$leftovers" -eq 0 ] || { echo "temporary files left after recovery"; exit 1; }
   on_disk=$(find "$work/p2" -name 'g*-r*.h5' | wc -l)

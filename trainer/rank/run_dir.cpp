@@ -50,19 +50,17 @@ RunDir open_run_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) throw Error("is not a directory (expected a tpuperf-train output.dir)", dir);
   if (!fs::exists(config_file))
     throw Error("is missing: not the output.dir of a finished tpuperf-train run", config_file);
-  RunDir r{dir, Config::load(config_file, {})};
+  Config config = Config::load(config_file, {});
+  const std::string settings_file = dir + "/" + kPreprocessSettingsFile;
+  const bool have_settings = fs::exists(settings_file);
+  PruneHops prune(have_settings ? Config::from_text(read_text_file(settings_file), settings_file) : config);
+  if (!have_settings)
+    spdlog::warn("{} has no {} (trained by an older tpuperf): pruning layout graphs by the train config's "
+                 "preprocess.prune_hops* keys ({})",
+                 dir, kPreprocessSettingsFile, prune.describe());
+  RunDir r{dir, std::move(config), std::move(prune)};
   r.ensemble = parse_ensemble_method(r.config.get_string("output.ensemble"));
   r.tile_keep_default = r.config.get_bool("output.tile_keep_default");
-  const std::string settings_file = dir + "/" + kPreprocessSettingsFile;
-  if (fs::exists(settings_file)) {
-    r.prune_hops = static_cast<int>(
-        Config::from_text(read_text_file(settings_file), settings_file).get_int("preprocess.prune_hops"));
-  } else {
-    r.prune_hops = static_cast<int>(r.config.get_int("preprocess.prune_hops"));
-    spdlog::warn("{} has no {} (trained by an older tpuperf): pruning layout graphs with the train config's "
-                 "preprocess.prune_hops = {}",
-                 dir, kPreprocessSettingsFile, r.prune_hops);
-  }
   return r;
 }
 
