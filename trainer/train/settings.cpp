@@ -98,9 +98,6 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
   int64_t floor = own != collection_min_steps.end() ? own->second
                   : tile                            ? tile_min_steps_per_epoch
                                                     : layout_min_steps_per_epoch;
-  // The floors were chosen for folds of many graphs with thousands of configs; one graph of
-  // 64 configs at a floor of 20 sees each config 400 times in 10 epochs, and ranked its
-  // held-out configs worse than at 120 (tests/bench/RESULTS.md, "Baselines: analysis" (6)).
   const double per_step = static_cast<double>(graphs_per_step * slate(kind));
   const auto steps_for = [&](double passes) {
     return static_cast<int64_t>(std::ceil(passes * static_cast<double>(train_configs) / per_step));
@@ -112,6 +109,9 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
   // configs would train thousands of steps an epoch.
   if (single_graph_min_config_passes_per_epoch > 0 && train_configs > 0 && train_graphs == 1)
     floor = std::max(floor, steps_for(single_graph_min_config_passes_per_epoch));
+  // The cap: the floors were chosen for folds of many graphs with thousands of configs; one
+  // graph of 64 configs at a floor of 20 sees each config 400 times in 10 epochs, and ranked
+  // its held-out configs worse than at 120 (tests/bench/RESULTS.md, "Baselines: analysis" (6)).
   if (max_config_passes_per_epoch > 0 && train_configs > 0)
     floor = std::min(floor, steps_for(max_config_passes_per_epoch));  // >= 1: passes and configs are positive
   return std::max(pass_steps, floor);
