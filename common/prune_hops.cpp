@@ -1,6 +1,7 @@
 #include "common/prune_hops.h"
 
 #include "common/collection.h"
+#include "common/error.h"
 #include "common/per_collection.h"
 
 namespace tpuperf {
@@ -17,8 +18,12 @@ int parse_hops(const std::string& text, const ConfigKey& key) {
 }  // namespace
 
 PruneHops::PruneHops(const Config& cfg) : hops_(static_cast<int>(cfg.get_int(kHopsKey))) {
-  by_collection_ = per_collection<int>(cfg.get_list(kListKey), kListKey, "hops", kHopsKey, parse_hops);
-  require_layout_collections(by_collection_, kListKey);
+  try {
+    by_collection_ = per_collection<int>(cfg.get_list(kListKey), kListKey, "hops", kHopsKey, parse_hops);
+    require_layout_collections(by_collection_, kListKey);
+  } catch (Error& e) {
+    throw e.with_file(cfg.origin(kListKey));  // the config file or --set that gave the list
+  }
 }
 
 int PruneHops::of(const std::string& collection) const {

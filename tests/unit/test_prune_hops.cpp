@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "common/config.h"
@@ -41,6 +42,11 @@ TEST(PruneHops, BadEntriesNameTheListKey) {
   EXPECT_THAT(with("[layout:xla:fast=2]"), HasSubstr("preprocess.prune_hops_by_collection"));
   EXPECT_THAT(with("[tile:xla=2]"), HasSubstr("tile:xla is not a layout collection"));
   EXPECT_THAT(with("[layout:xla:default=2, layout:xla:default=1]"), HasSubstr("given twice"));
+  EXPECT_THAT(with("[tile:xla=2]"), HasSubstr("--set"));  // where the list came from
+  const TempDir dir;
+  const std::string file = dir.file("bad.yaml");
+  std::ofstream(file) << "preprocess:\n  prune_hops_by_collection: [tile:xla=2]\n";
+  EXPECT_THAT(error_of([&] { PruneHops(Config::load(file, {})); }), HasSubstr(file));
 }
 
 TEST(PruneHops, SavedSettingsWithoutTheListPruneEveryCollectionAlike) {
