@@ -35,6 +35,10 @@ std::vector<ConfigKey>& schema_table() {
       // a non-empty default would misread them.
       {"preprocess.prune_hops_by_collection", T::StringList, "[]",
        "per-collection prune hops (collection=hops) that replace preprocess.prune_hops"},
+      {"preprocess.prune_bridges", T::Int, "3",
+       "join two kept nodes by an edge when one consumes the other through at most this many pruned "
+       "nodes (0: no bridges; applied where a collection is pruned by 1 hop or more)",
+       0, 64},
       {"preprocess.dedup", T::String, "min",
        "runtime kept for re-measured duplicate configs in train/valid", -1e300, 1e300,
        {"min", "mean", "first"}},

@@ -103,11 +103,11 @@ ProcessedGraph to_processed(const TileGraph& g, const std::string& collection,
 
 ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
                             const std::string& split, int fold, DedupPolicy policy, bool dedup,
-                            int prune_hops) {
+                            const PruneRule& prune) {
   try {
     check_node_feat(g);
     ProcessedGraph p = header(g, collection, split, fold, g.num_configs());
-    PrunedGraph pruned = prune_layout(g, prune_hops);
+    PrunedGraph pruned = prune_layout(g, prune);
     set_node_features(p, std::move(pruned.node_feat), pruned.num_nodes);
     p.node_opcode = std::move(pruned.node_opcode);
     p.edge_index = to_int32(pruned.edge_index, g.name, "edge_index");
@@ -122,25 +122,6 @@ ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
     p.config_runtime = std::move(r.runtime);
     p.node_config_packed = pack_configs(g, r.kept);
     return p;
-  } catch (Error& e) {
-    e.with_file(g.name);
-    throw;
-  }
-}
-
-std::vector<float> model_node_features(const TileGraph& g) {
-  check_node_feat(g);
-  std::vector<float> feat = g.node_feat;
-  repad_minor_to_major(feat.data(), g.num_nodes);
-  return feat;
-}
-
-std::vector<float> model_node_features(const LayoutGraph& g, int prune_hops) {
-  try {
-    check_node_feat(g);
-    PrunedGraph pruned = prune_layout(g, prune_hops);
-    repad_minor_to_major(pruned.node_feat.data(), pruned.num_nodes);
-    return std::move(pruned.node_feat);
   } catch (Error& e) {
     e.with_file(g.name);
     throw;

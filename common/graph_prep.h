@@ -11,6 +11,7 @@
 #include "common/config_dedup.h"
 #include "common/graph.h"
 #include "common/processed_graph.h"
+#include "common/prune.h"
 
 namespace tpuperf {
 
@@ -19,17 +20,12 @@ namespace tpuperf {
 ProcessedGraph to_processed(const TileGraph& g, const std::string& collection,
                             const std::string& split, int fold, DedupPolicy policy, bool dedup);
 
-// prune_hops: see prune.h (-1 keeps every node). The config block is read in place:
+// prune: see prune.h (hops -1 keeps every node). The config block is read in place:
 // besides the packed output (8 bytes per node and config against 18 in the source) no
 // copy of node_config_feat-sized data is made.
 ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
                             const std::string& split, int fold, DedupPolicy policy, bool dedup,
-                            int prune_hops);
-
-// The node features to_processed stores (re-padded; layout: after pruning with the same
-// hops), for the statistics pass that precedes fitting the transform.
-std::vector<float> model_node_features(const TileGraph& g);
-std::vector<float> model_node_features(const LayoutGraph& g, int prune_hops);
+                            const PruneRule& prune);
 
 // Throws Error unless node_feat holds num_nodes x 140 values and indices fit int32.
 void check_node_feat(const GraphBase& g);

@@ -114,7 +114,7 @@ std::string compare_with_source(const std::string& shard_path, const std::string
   std::string processed = processed_dir_of(shard_path);
   Manifest m = read_manifest(processed + "/" + kManifestFileName);
   Config settings = Config::from_text(m.settings, processed + "/" + kManifestFileName + " (settings)");
-  PreprocessSettings s(settings);
+  const PreprocessSettings s = PreprocessSettings::saved(settings);
   std::string source = source_path;
   if (source.empty())
     source = Collection::parse(r.collection()).split_dir(s.raw_root, r.split()) + "/" + name + ".npz";

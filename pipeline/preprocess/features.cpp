@@ -6,7 +6,6 @@
 #include <string>
 
 #include "common/error.h"
-#include "common/graph_prep.h"
 #include "common/log.h"
 #include "common/mpi_env.h"
 
@@ -232,16 +231,6 @@ FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& opti
   spdlog::debug("feature transform: {} of {} columns kept, {} log-transformed",
                 t.kept_columns.size(), FeatureStats::kCols, logged);
   return t;
-}
-
-void add_feature_stats(FeatureStats& stats, const TileGraph& g) {
-  const std::vector<float> feat = model_node_features(g);
-  stats.add_graph(feat.data(), g.num_nodes);
-}
-
-void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops) {
-  const std::vector<float> feat = model_node_features(g, prune_hops);
-  stats.add_graph(feat.data(), static_cast<int64_t>(feat.size() / kNodeFeatDim));
 }
 
 }  // namespace tpuperf

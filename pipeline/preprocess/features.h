@@ -105,9 +105,4 @@ bool is_heavy_tailed(const FeatureStats& stats, int col);
 // map to 0). Throws Error when the statistics hold no rows.
 FeatureTransform fit_transform(const FeatureStats& stats, const FitOptions& options);
 
-// The first pass: adds the graph's node features, as the model will see them
-// (model_node_features: re-padded; layout: after pruning with the same hops).
-void add_feature_stats(FeatureStats& stats, const TileGraph& g);
-void add_feature_stats(FeatureStats& stats, const LayoutGraph& g, int prune_hops);
-
 }  // namespace tpuperf

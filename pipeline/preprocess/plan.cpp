@@ -21,8 +21,8 @@ std::string unit_key(const std::string& collection, const std::string& split) {
 
 SettingsDigest SettingsDigest::of(const Config& cfg) {
   SettingsDigest d;
-  d.graphs = cfg.digest({"preprocess.prune_hops", "preprocess.dedup", "preprocess.compression",
-                         "preprocess.shard_mb"});
+  d.graphs = cfg.digest({"preprocess.prune_hops", "preprocess.prune_bridges", "preprocess.dedup",
+                         "preprocess.compression", "preprocess.shard_mb"});
   d.folds = cfg.digest({"preprocess.folds", "preprocess.seed", "preprocess.fold_by"});
   d.transform = cfg.digest({"preprocess.log_columns", "preprocess.drop_constant_columns"});
   return d;

@@ -23,4 +23,10 @@ PreprocessSettings::PreprocessSettings(const Config& cfg)
   if (collections.empty()) throw Error("selects no collection", "", "data.collections");
 }
 
+PreprocessSettings PreprocessSettings::saved(const Config& cfg) {
+  PreprocessSettings s(cfg);
+  s.prune = PruneRules::saved(cfg);
+  return s;
+}
+
 }  // namespace tpuperf

@@ -7,7 +7,7 @@
 
 #include "common/config.h"
 #include "common/config_dedup.h"
-#include "common/prune_hops.h"
+#include "common/prune_rules.h"
 #include "pipeline/preprocess/features.h"
 #include "pipeline/preprocess/folds.h"
 
@@ -16,7 +16,7 @@ namespace tpuperf {
 struct PreprocessSettings {
   std::string raw_root, out_dir;
   std::vector<std::string> collections;
-  PruneHops prune;
+  PruneRules prune;
   DedupPolicy dedup = DedupPolicy::Min;
   int folds = 5;
   FoldBy fold_by = FoldBy::Auto;
@@ -26,6 +26,9 @@ struct PreprocessSettings {
   FitOptions fit;
 
   explicit PreprocessSettings(const Config& cfg);
+  // The settings a manifest recorded (PruneRules::saved: keys it predates read as the
+  // data was made without them).
+  static PreprocessSettings saved(const Config& cfg);
 };
 
 }  // namespace tpuperf

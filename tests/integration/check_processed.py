@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Checks a tpuperf processed_dir against the raw npz tree it came from, recomputing
 every step independently with numpy (no tpuperf code): config dedup (unique rows, min
-runtime), k-hop pruning (frontier expansion over an undirected adjacency), re-padding of
+runtime), k-hop pruning (frontier expansion over an undirected adjacency), bridges across
+pruned nodes (sums of sparse matrix products), re-padding of
 the minor_to_major columns (shards hold untransformed features; schema version 2 keeps the
 transform in the manifest only), exact decoding of the base-7 packed layout configs, fold
 grouping by model family, and the test split left untouched.
 
-usage: check_processed.py RAW_DIR PROCESSED_DIR PRUNE_HOPS FOLDS [OTHER_PROCESSED_DIR]
-PRUNE_HOPS: the hops of every layout collection, then any per-collection ones, e.g.
-"1,layout:xla:default=2".
+usage: check_processed.py RAW_DIR PROCESSED_DIR PRUNE FOLDS [OTHER_PROCESSED_DIR]
+PRUNE: the hops of every layout collection, then any per-collection ones and the bridges'
+pruned nodes (preprocess.prune_bridges, default 0), e.g. "1,layout:xla:default=2,bridges=3".
 With OTHER_PROCESSED_DIR, also asserts that both outputs hold identical graphs (e.g. a
 1-rank and a 2-rank run) and identical feature transforms.
 """
@@ -18,6 +19,7 @@ import sys
 
 import h5py
 import numpy as np
+import scipy.sparse as sp
 import yaml
 
 
@@ -55,6 +57,28 @@ def within_hops(n, edges, seeds, hops):
             nxt[u[keep[v]]] = True
         keep = nxt
     return keep
+
+
+def bridges(n, edges, keep, max_pruned):
+    """Rows [u, y], kept u and y not joined by an edge, where u consumes y through a chain
+    u -> p1 -> ... -> pk -> y of 1..max_pruned pruned nodes, in (u, y) order. The chains
+    with k pruned nodes are the non-zeros of A (D A)^k, A the consumer-by-producer
+    adjacency and D the diagonal of pruned nodes."""
+    if max_pruned <= 0 or len(edges) == 0:
+        return np.zeros((0, 2), np.int64)
+    a = sp.csr_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
+    a.data[:] = 1.0
+    d = sp.diags((~keep).astype(float))
+    walk, reach = a, sp.csr_matrix((n, n))
+    for _ in range(max_pruned):
+        walk = ((walk @ d @ a) > 0).astype(float)
+        reach = reach + walk
+    r = reach.tocoo()
+    u, y = r.row.astype(np.int64), r.col.astype(np.int64)
+    direct = np.asarray(a[u, y]).reshape(-1) > 0
+    ok = keep[u] & keep[y] & (u != y) & ~direct
+    out = np.stack([u[ok], y[ok]], 1)
+    return out[np.lexsort((out[:, 1], out[:, 0]))]
 
 
 def decode(packed, nc):
@@ -110,7 +134,7 @@ def unique_min(rows, runtime):
     return best
 
 
-def check_graph(raw, man_graph, g, hops):
+def check_graph(raw, man_graph, g, hops, max_bridged):
     coll, split, name = man_graph["collection"], man_graph["split"], man_graph["name"]
     parts = coll.split(":")
     path = os.path.join(raw, *( ["tile", "xla"] if parts[0] == "tile" else ["layout", parts[1], parts[2]]),
@@ -136,7 +160,7 @@ def check_graph(raw, man_graph, g, hops):
             for r, t in zip(g["config_feat"], g["config_runtime"]):
                 if best[r.tobytes()] != t:
                     fail(f"{where}: runtime {t} is not the min {best[r.tobytes()]} of its duplicates")
-        return
+        return 0
     # layout
     n = z["node_feat"].shape[0]
     ids = z["node_config_ids"]
@@ -149,9 +173,10 @@ def check_graph(raw, man_graph, g, hops):
     if not np.array_equal(g["node_opcode"], z["node_opcode"][kept]):
         fail(f"{where}: opcodes differ")
     e = z["edge_index"]
-    e = e[keep[e[:, 0]] & keep[e[:, 1]]]
+    b = bridges(n, e, keep, max_bridged if hops >= 1 else 0)
+    e = np.concatenate([e[keep[e[:, 0]] & keep[e[:, 1]]], b]).astype(np.int64)
     if not np.array_equal(g["edge_index"], remap[e]):
-        fail(f"{where}: pruned edges differ")
+        fail(f"{where}: pruned edges (or their {len(b)} bridges) differ")
     if not np.array_equal(g["node_config_ids"], remap[ids]):
         fail(f"{where}: node_config_ids not re-indexed")
     splits = z["node_splits"].reshape(-1)
@@ -172,6 +197,7 @@ def check_graph(raw, man_graph, g, hops):
         for r, t in zip(got, g["config_runtime"]):
             if best.get(r.tobytes()) != t:
                 fail(f"{where}: decoded config not in the source or runtime not the min")
+    return len(b)
 
 
 def load(processed):
@@ -179,21 +205,24 @@ def load(processed):
         return yaml.safe_load(f)
 
 
-def parse_hops(spec):
-    """"1,layout:xla:default=2" -> (1, {"layout:xla:default": 2})."""
+def parse_prune(spec):
+    """"1,layout:xla:default=2,bridges=3" -> (1, {"layout:xla:default": 2}, 3)."""
     first, *rest = spec.split(",")
-    return int(first), {c: int(h) for c, h in (e.split("=") for e in rest)}
+    named = {c: int(h) for c, h in (e.split("=") for e in rest)}
+    max_bridged = named.pop("bridges", 0)
+    return int(first), named, max_bridged
 
 
 def main():
     raw, processed, k = sys.argv[1], sys.argv[2], int(sys.argv[4])
-    hops, hops_by_collection = parse_hops(sys.argv[3])
+    hops, hops_by_collection, max_bridged = parse_prune(sys.argv[3])
     m = load(processed)
     shards = Shards(processed)
     fam_fold = {}
+    num_bridges = 0
     for mg in m["graphs"]:
         g = shards.graph(mg["shard"], mg["index"])
-        check_graph(raw, mg, g, hops_by_collection.get(mg["collection"], hops))
+        num_bridges += check_graph(raw, mg, g, hops_by_collection.get(mg["collection"], hops), max_bridged)
         if g["fold"] != mg["fold"]:
             fail(f"{mg['name']}: fold {g['fold']} in shard, {mg['fold']} in manifest")
         if mg["split"] == "train":
@@ -207,7 +236,8 @@ def main():
     for sh in m["shards"]:
         if os.path.getsize(os.path.join(processed, sh["file"])) != sh["size"]:
             fail(f"shard {sh['file']} size differs from the manifest")
-    print(f"checked {len(m['graphs'])} graphs in {len(m['shards'])} shards against the sources")
+    print(f"checked {len(m['graphs'])} graphs in {len(m['shards'])} shards against the sources "
+          f"({num_bridges} bridges)")
     if len(sys.argv) > 5:
         other = load(sys.argv[5])
         oshards = Shards(sys.argv[5])

@@ -12,8 +12,9 @@ BIN=$1
 SRC=$2
 PY=/usr/bin/python3
 CHECK="$PY $SRC/tests/integration/check_processed.py"
-# The pruning of cfg.yaml: 1 hop, 2 on layout:xla:default (preprocess.prune_hops_by_collection).
-HOPS=1,layout:xla:default=2
+# The pruning of cfg.yaml: 1 hop, 2 on layout:xla:default (preprocess.prune_hops_by_collection),
+# bridges through up to 2 pruned nodes.
+HOPS=1,layout:xla:default=2,bridges=2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -30,6 +31,7 @@ data:
 preprocess:
   prune_hops: 1
   prune_hops_by_collection: [layout:xla:default=2]
+  prune_bridges: 2
   folds: 2
   shard_mb: 0.05
 YAML
@@ -57,7 +59,8 @@ grep -q "zzempty.npz" "$work/p2/rejected.txt"
 grep -q "zzdir.npz.*directory" "$work/p2/rejected.txt"
 [ "$(grep -vc '^#' "$work/p2/rejected.txt")" -eq 3 ] || { cat "$work/p2/rejected.txt"; exit 1; }
 grep -q "graphs, 1 rejected" "$work/run1.log"
-$CHECK "$RAW" "$work/p2" "$HOPS" 2
+$CHECK "$RAW" "$work/p2" "$HOPS" 2 | tee "$work/check1.txt"
+grep -q "([1-9][0-9]* bridges)" "$work/check1.txt" || { echo "no bridge in the tree: nothing of them checked"; exit 1; }
 
 step "the bad files removed: the same graphs as with them"
 rm -rf "$RAW/layout/xla/random/train/zzbad_value.npz" "$RAW/tile/xla/valid/zzempty.npz" "$RAW/tile/xla/train/zzdir.npz"
@@ -83,7 +86,7 @@ set -e
 [ "$rc" -eq 1 ] && grep -q "DIFFERENT fields" "$work/cmp.txt" || { cat "$work/cmp.txt"; echo "compare missed a difference"; exit 1; }
 "$BIN/tpuperf-inspect" --json "$shard" | $PY -c "import json,sys; d=json.load(sys.stdin)['files'][0]; assert d['type']=='shard' and len(d['graphs'])>0, d"
 
-step "inspect --compare prunes as the manifest says, also a manifest from before per-collection hops"
+step "inspect --compare prunes as the manifest says, also a manifest from before per-collection hops and bridges"
 # compare_xla_default DIR: the first xla:default train graph of DIR recomputes identically.
 compare_xla_default() {
   local shard name
@@ -93,18 +96,19 @@ compare_xla_default() {
     || { cat "$work/cmp_xd.txt"; echo "compare of $1 found a difference"; exit 1; }
 }
 compare_xla_default "$work/p2"
-# Preprocessed with 1 hop everywhere, then the list removed from the recorded settings, as
-# a manifest written before the key existed: --compare must prune by 1 hop everywhere (the
-# list's default must stay one that prunes old data as it was pruned).
+# Preprocessed with 1 hop everywhere and no bridges, then both keys removed from the
+# recorded settings, as a manifest written before they existed: --compare must prune as
+# that run did (PruneRules::saved reads the bridges' missing key as 0, not the schema's 3).
 mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.processed_dir="$work/p_old" \
   --set "data.collections=[layout:xla:default]" --set "preprocess.prune_hops_by_collection=[]" \
-  > "$work/old.log" 2>&1 || { cat "$work/old.log"; exit 1; }
+  --set preprocess.prune_bridges=0 > "$work/old.log" 2>&1 || { cat "$work/old.log"; exit 1; }
 $PY - "$work/p_old/manifest.yaml" <<'PY'
 import json, sys, yaml
 path = sys.argv[1]
 m = json.load(open(path))  # manifest.yaml is JSON, a subset of YAML
 settings = yaml.safe_load(m["settings"])
 assert settings["preprocess"].pop("prune_hops_by_collection") == [], settings
+assert settings["preprocess"].pop("prune_bridges") == 0, settings
 m["settings"] = yaml.safe_dump(settings)
 json.dump(m, open(path, "w"))
 PY

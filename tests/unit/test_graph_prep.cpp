@@ -76,7 +76,7 @@ TEST(TransformGraph, LayoutPackedDecodesToKeptConfigs) {
   std::mt19937_64 rng(1);
   LayoutGraph g = make_layout(rng);
   for (bool dedup : {false, true}) {
-    ProcessedGraph p = to_processed(g, "layout:nlp:random", "train", 2, DedupPolicy::Min, dedup, 1);
+    ProcessedGraph p = to_processed(g, "layout:nlp:random", "train", 2, DedupPolicy::Min, dedup, PruneRule{1});
     EXPECT_EQ(p.collection, "layout:nlp:random");
     EXPECT_EQ(p.split, "train");
     EXPECT_EQ(p.name, g.name);
@@ -136,7 +136,8 @@ TEST(TransformGraph, LayoutPackedDecodesToKeptConfigs) {
 TEST(TransformGraph, LayoutWithoutPruning) {
   std::mt19937_64 rng(2);
   LayoutGraph g = make_layout(rng);
-  ProcessedGraph p = to_processed(g, "layout:xla:default", "test", kFoldTest, DedupPolicy::Min, false, -1);
+  ProcessedGraph p =
+      to_processed(g, "layout:xla:default", "test", kFoldTest, DedupPolicy::Min, false, PruneRule{kNoPruning});
   EXPECT_EQ(p.num_nodes, 30);
   EXPECT_EQ(p.num_edges(), 29);
   EXPECT_EQ(p.node_config_ids, (std::vector<int32_t>{25, 3, 10}));
@@ -179,37 +180,12 @@ TEST(TransformGraph, TileDedupAndProvenance) {
   EXPECT_EQ(off.edge_index, (std::vector<int32_t>{1, 0, 2, 1, 3, 2, 4, 3, 5, 4, 6, 5}));
 }
 
-TEST(TransformGraph, StatsPassMatchesPrunedRepaddedNodes) {
-  std::mt19937_64 rng(4);
-  LayoutGraph g = make_layout(rng);
-  FeatureStats via_api;
-  add_feature_stats(via_api, g, 0);
-  // Directly: the three configurable nodes, re-padded.
-  std::vector<float> rows;
-  for (int64_t id : {3, 10, 25})
-    rows.insert(rows.end(), g.node_feat.begin() + id * kNodeFeatDim, g.node_feat.begin() + (id + 1) * kNodeFeatDim);
-  repad_minor_to_major(rows.data(), 3);
-  FeatureStats direct;
-  direct.add_graph(rows, 3);
-  EXPECT_EQ(via_api.to_flat(), direct.to_flat());
-  EXPECT_EQ(via_api.count(0), 3);
-  EXPECT_EQ(via_api.min(136), -1.0);  // re-padded
-  EXPECT_EQ(via_api.max(136), -1.0);
-  EXPECT_EQ(via_api.max(135), 0.0);  // rank 2: position 1 is a real dimension index
-
-  TileGraph tg = make_tile(rng);
-  FeatureStats tile_stats;
-  add_feature_stats(tile_stats, tg);
-  EXPECT_EQ(tile_stats.count(0), 7);
-  EXPECT_EQ(tile_stats.max(139), -1.0);
-}
-
 TEST(TransformGraph, ErrorsNameTheGraph) {
   std::mt19937_64 rng(5);
   LayoutGraph g = make_layout(rng);
   g.node_config_feat.pop_back();
   try {
-    to_processed(g, "layout:nlp:random", "train", 0, DedupPolicy::Min, true, 1);
+    to_processed(g, "layout:nlp:random", "train", 0, DedupPolicy::Min, true, PruneRule{1});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.file(), "bert_layout");

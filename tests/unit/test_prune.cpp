@@ -1,4 +1,5 @@
-// Pruning against a reference that relaxes every edge `hops` times (Bellman-Ford style).
+// Pruning against a reference that relaxes every edge `hops` times (Bellman-Ford style);
+// bridges against an exhaustive enumeration of producer paths.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -68,7 +69,7 @@ std::vector<bool> reference_keep(const LayoutGraph& g, int hops) {
 
 void check_pruned(const LayoutGraph& g, int hops) {
   SCOPED_TRACE("hops " + std::to_string(hops));
-  PrunedGraph p = prune_layout(g, hops);
+  PrunedGraph p = prune_layout(g, {hops});
   std::vector<bool> keep = reference_keep(g, hops);
 
   std::vector<int64_t> expected_nodes;
@@ -119,7 +120,94 @@ void check_pruned(const LayoutGraph& g, int hops) {
   EXPECT_TRUE(std::is_sorted(p.node_splits.begin(), p.node_splits.end()));
 }
 
+// Every kept y that kept u reaches along producer edges through 1..max_pruned pruned
+// nodes, by trying every path (exponential; fine on test graphs).
+void enumerate_paths(const LayoutGraph& g, const std::vector<uint8_t>& keep, int64_t x, int pruned,
+                     int max_pruned, std::set<int64_t>& reached) {
+  for (size_t e = 0; e < g.edge_index.size(); e += 2) {
+    if (g.edge_index[e] != x) continue;
+    const int64_t y = g.edge_index[e + 1];
+    if (keep[y]) {
+      if (pruned > 0) reached.insert(y);
+    } else if (pruned < max_pruned) {
+      enumerate_paths(g, keep, y, pruned + 1, max_pruned, reached);
+    }
+  }
+}
+
+std::vector<int64_t> reference_bridges(const LayoutGraph& g, const std::vector<uint8_t>& keep, int max_pruned) {
+  std::set<std::pair<int64_t, int64_t>> direct;
+  for (size_t e = 0; e < g.edge_index.size(); e += 2) direct.insert({g.edge_index[e], g.edge_index[e + 1]});
+  std::vector<int64_t> out;
+  for (int64_t u = 0; u < g.num_nodes; ++u) {
+    if (!keep[u]) continue;
+    std::set<int64_t> reached;
+    enumerate_paths(g, keep, u, 0, max_pruned, reached);
+    for (int64_t y : reached) {
+      if (y == u || direct.count({u, y})) continue;
+      out.push_back(u);
+      out.push_back(y);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST(Prune, BridgesMatchPathEnumerationOnRandomDags) {
+  std::mt19937_64 rng(11);
+  int64_t total = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const int n = 2 + trial * 5;
+    LayoutGraph g = random_dag(rng, n, n + trial * 2, 1 + trial % 3, 1);
+    for (int hops : {1, 2}) {
+      const std::vector<uint8_t> keep = nodes_within_hops(n, g.edge_index, g.node_config_ids, hops);
+      for (int max_pruned : {0, 1, 2, 4}) {
+        SCOPED_TRACE("trial " + std::to_string(trial) + " hops " + std::to_string(hops) + " max_pruned " +
+                     std::to_string(max_pruned));
+        const std::vector<int64_t> want = reference_bridges(g, keep, max_pruned);
+        ASSERT_EQ(bridge_edges(n, g.edge_index, keep, max_pruned), want);
+        total += static_cast<int64_t>(want.size() / 2);
+
+        // prune_layout: the source's edges among kept nodes, then the bridges, re-indexed.
+        const PrunedGraph p = prune_layout(g, {hops, max_pruned});
+        const PrunedGraph plain = prune_layout(g, {hops});
+        ASSERT_EQ(p.bridges, static_cast<int64_t>(want.size() / 2));
+        ASSERT_EQ(p.num_edges(), plain.num_edges() + p.bridges);
+        EXPECT_TRUE(std::equal(plain.edge_index.begin(), plain.edge_index.end(), p.edge_index.begin()));
+        for (int64_t i = 0; i < 2 * p.bridges; ++i)
+          EXPECT_EQ(p.kept_nodes[p.edge_index[plain.edge_index.size() + i]], want[i]);
+        // Every producer of a configurable node is kept, so no bridge ends in one.
+        for (int64_t i = 0; i < 2 * p.bridges; i += 2)
+          for (int64_t id : p.node_config_ids) EXPECT_NE(p.edge_index[plain.edge_index.size() + i], id);
+      }
+    }
+  }
+  EXPECT_GT(total, 100);  // the graphs do have chains through pruned nodes
+}
+
+TEST(Prune, BridgesJoinConvolutionsAcrossAPrunedOp) {
+  // conv 0 <- relu 1 <- add 2 <- bias 3 <- conv 4, and 2 <- 5 (a second operand of add, a
+  // parameter 2 hops from either conv). 1 hop keeps 0, 1, 3, 4 and prunes 2 and 5.
+  LayoutGraph g;
+  g.num_nodes = 6;
+  g.edge_index = {1, 0, 2, 1, 2, 5, 3, 2, 4, 3};
+  g.node_feat.assign(6 * kNodeFeatDim, 0.0f);
+  g.node_opcode.assign(6, 1);
+  g.node_config_ids = {4, 0};
+  g.node_splits = {0, 6};
+  const PrunedGraph plain = prune_layout(g, {1});
+  EXPECT_EQ(plain.kept_nodes, (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(plain.edge_index, (std::vector<int64_t>{1, 0, 3, 2}));  // [1, 0], [4, 3]: the convs apart
+  const PrunedGraph bridged = prune_layout(g, {1, 1});
+  EXPECT_EQ(bridged.edge_index, (std::vector<int64_t>{1, 0, 3, 2, 2, 1}));  // + [3, 1]: bias consumes relu
+  EXPECT_EQ(bridged.bridges, 1);
+  EXPECT_EQ(bridged.node_config_ids, (std::vector<int64_t>{3, 0}));
+  // 0 hops keeps the convs alone: no bridge, since one would end in a configurable node.
+  EXPECT_TRUE(prune_layout(g, {0, 4}).edge_index.empty());
+  // Not pruning leaves nothing to bridge.
+  EXPECT_EQ(prune_layout(g, {kNoPruning, 4}).edge_index, g.edge_index);
+}
 
 TEST(Prune, MatchesRelaxationOnRandomDags) {
   std::mt19937_64 rng(5);
@@ -133,7 +221,7 @@ TEST(Prune, MatchesRelaxationOnRandomDags) {
 TEST(Prune, IdentityAtMinusOne) {
   std::mt19937_64 rng(9);
   LayoutGraph g = random_dag(rng, 50, 80, 3, 3);
-  PrunedGraph p = prune_layout(g, kNoPruning);
+  PrunedGraph p = prune_layout(g, {kNoPruning});
   EXPECT_EQ(p.num_nodes, g.num_nodes);
   EXPECT_EQ(p.edge_index, g.edge_index);
   EXPECT_EQ(p.node_config_ids, g.node_config_ids);
@@ -150,11 +238,11 @@ TEST(Prune, HandMadeChain) {
   g.node_opcode.assign(5, 1);
   g.node_config_ids = {2};
   g.node_splits = {0, 2, 5};
-  PrunedGraph p0 = prune_layout(g, 0);
+  PrunedGraph p0 = prune_layout(g, {0});
   EXPECT_EQ(p0.kept_nodes, (std::vector<int64_t>{2}));
   EXPECT_TRUE(p0.edge_index.empty());
   EXPECT_EQ(p0.node_splits, (std::vector<int64_t>{0, 0, 1}));
-  PrunedGraph p1 = prune_layout(g, 1);
+  PrunedGraph p1 = prune_layout(g, {1});
   EXPECT_EQ(p1.kept_nodes, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(p1.edge_index, (std::vector<int64_t>{1, 0, 2, 1}));
   EXPECT_EQ(p1.node_config_ids, (std::vector<int64_t>{1}));
@@ -167,10 +255,11 @@ TEST(Prune, Errors) {
   g.node_feat.assign(2 * kNodeFeatDim, 0.0f);
   g.node_opcode.assign(2, 1);
   g.edge_index = {1, 0};
-  EXPECT_THROW(prune_layout(g, 1), Error);  // no configurable node
-  EXPECT_NO_THROW(prune_layout(g, -1));
+  EXPECT_THROW(prune_layout(g, {1}), Error);  // no configurable node
+  EXPECT_NO_THROW(prune_layout(g, {-1}));
   g.node_config_ids = {0};
-  EXPECT_THROW(prune_layout(g, -2), Error);
+  EXPECT_THROW(prune_layout(g, {-2}), Error);
+  EXPECT_THROW(prune_layout(g, {1, -1}), Error);  // negative bridges
   g.edge_index = {2, 0};
-  EXPECT_THROW(prune_layout(g, 1), Error);  // endpoint out of range
+  EXPECT_THROW(prune_layout(g, {1}), Error);  // endpoint out of range
 }

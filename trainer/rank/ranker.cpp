@@ -105,7 +105,7 @@ Ranking Ranker::Impl::rank_graph(const TileGraph& g) const {
 Ranking Ranker::Impl::rank_graph(const LayoutGraph& g) const {
   require_kind(Kind::Layout, "a layout graph's");
   validate(g);
-  ProcessedGraph p = to_processed(g, id, "test", kFoldTest, DedupPolicy::First, false, run.prune_hops.of(id));
+  ProcessedGraph p = to_processed(g, id, "test", kFoldTest, DedupPolicy::First, false, run.prune.of(id));
   return rank_prepared(p);
 }
 

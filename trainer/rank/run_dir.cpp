@@ -53,10 +53,11 @@ RunDir open_run_dir(const std::string& dir) {
   Config config = Config::load(config_file, {});
   const std::string settings_file = dir + "/" + kPreprocessSettingsFile;
   const bool have_settings = fs::exists(settings_file);
-  PruneHops prune(have_settings ? Config::from_text(read_text_file(settings_file), settings_file) : config);
+  PruneRules prune =
+      PruneRules::saved(have_settings ? Config::from_text(read_text_file(settings_file), settings_file) : config);
   if (!have_settings)
     spdlog::warn("{} has no {} (trained by an older tpuperf): pruning layout graphs by the train config's "
-                 "preprocess.prune_hops* keys ({})",
+                 "preprocess.prune_* keys ({})",
                  dir, kPreprocessSettingsFile, prune.describe());
   RunDir r{dir, std::move(config), std::move(prune)};
   r.ensemble = parse_ensemble_method(r.config.get_string("output.ensemble"));

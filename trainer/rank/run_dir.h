@@ -2,7 +2,7 @@
 // processed tree: the effective training config (train_config.yaml: ensemble method, tile
 // keep-default rule, scoring chunks, the configured model for checkpoints that record
 // none), the preprocessing settings its graphs were prepared with
-// (preprocess_settings.yaml, written by tpuperf-train: each collection's pruning hops) and every fold's best
+// (preprocess_settings.yaml, written by tpuperf-train: how each collection was pruned) and every fold's best
 // checkpoint per collection.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 #include "common/collection.h"
 #include "common/config.h"
-#include "common/prune_hops.h"
+#include "common/prune_rules.h"
 #include "trainer/eval/ensemble.h"
 #include "trainer/models/model_spec.h"
 
@@ -23,7 +23,7 @@ constexpr const char* kPreprocessSettingsFile = "preprocess_settings.yaml";
 struct RunDir {
   std::string dir;
   Config config;        // train_config.yaml
-  PruneHops prune_hops;  // how the data trained on was pruned, per collection
+  PruneRules prune;  // how the data trained on was pruned, per collection
   EnsembleMethod ensemble = EnsembleMethod::MeanZ;
   bool tile_keep_default = true;
 
@@ -40,7 +40,7 @@ struct RunDir {
 
 // Throws Error naming the file when the directory lacks train_config.yaml or it does not
 // parse. Without preprocess_settings.yaml (runs of older versions) the train config's
-// preprocess.prune_hops* keys are used, with a warning.
+// preprocess.prune_* keys are used, with a warning.
 RunDir open_run_dir(const std::string& dir);
 
 }  // namespace tpuperf
