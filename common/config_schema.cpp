@@ -35,6 +35,12 @@ std::vector<ConfigKey>& schema_table() {
       // a non-empty default would misread them.
       {"preprocess.prune_hops_by_collection", T::StringList, "[]",
        "per-collection prune hops (collection=hops) that replace preprocess.prune_hops"},
+      // 3 (RESULTS.md, "Baselines: analysis" (14)): the generated xla:default squeezenet
+      // within one graph 0.874 against 0.844 (mean of seeds 0-3; the GBT 0.882), whose
+      // consecutive convolutions are 4 edges apart; 1 pruned node gave 0.839 / 0.849 on
+      // seeds 0 / 1. Unseen graphs stay level (bench tree xla:default test 0.326 against
+      // 0.331, cv 0.538 against 0.539; nlp:random 0.412 against 0.407). Saved settings
+      // without the key read it as 0 (PruneRules::saved), which is how their data was pruned.
       {"preprocess.prune_bridges", T::Int, "3",
        "join two kept nodes by an edge when one consumes the other through at most this many pruned "
        "nodes (0: no bridges; applied where a collection is pruned by 1 hop or more)",
