@@ -79,19 +79,20 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
 }
 
 // A fold of one train graph (a graph tuned on its own configs) trains at least
-// train.single_graph_min_config_passes_per_epoch (4) passes over its configs an epoch,
+// train.single_graph_min_config_passes_per_epoch (8) passes over its configs an epoch,
 // within the 12-pass cap; folds of more graphs keep their floors (the bench tree's layout
 // folds have 6-7 graphs of 10^4-10^5 configs).
 TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   const TrainSettings s = settings_of({});  // 8 graphs a step, slates 16 / 32
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 1), 63);  // ceil(4 x 2000 / 128)
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 1), 125);  // ceil(8 x 2000 / 128)
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 2), 20);        // two graphs: the floor alone
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 60000, 7), 20);       // a bench-tree fold
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 40);   // 22 is below its own floor
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 44);   // ceil(8 x 702 / 128) > its floor 40
+  EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 500, 1), 40);   // 32 is below its own floor
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, 1), 6);      // the cap still applies
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 60);            // ceil(4 x 1602 / 256) = 26
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 60);            // ceil(8 x 1602 / 256) = 51
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, 1), 20);
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 80, 2000, 1), 80);  // a pass over the graphs wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 200, 2000, 1), 200);  // a pass over the graphs wins
   const TrainSettings off = settings_of({"train.single_graph_min_config_passes_per_epoch=0"});
   EXPECT_EQ(off.steps_per_epoch("layout:xla:default", 1, 2000, 1), 20);
   const TrainSettings above = settings_of({"train.single_graph_min_config_passes_per_epoch=20"});

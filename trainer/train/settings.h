@@ -29,7 +29,7 @@ struct TrainSettings {
   double max_config_passes_per_epoch = 12;
   // A fold of one train graph (a graph tuned on its own configs) raises its floor to about
   // this many passes over its train configs (0: off).
-  double single_graph_min_config_passes_per_epoch = 4;
+  double single_graph_min_config_passes_per_epoch = 8;
   int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
   int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
   double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
