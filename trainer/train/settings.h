@@ -15,35 +15,38 @@
 
 namespace tpuperf {
 
+// The constructor reads every member from the config: the schema (common/config_schema.cpp)
+// holds the defaults, and the members are only zero-initialized here so that no second copy
+// of a default can drift from it.
 struct TrainSettings {
   std::string processed_dir, output_dir;
   std::vector<std::string> collections;
-  int64_t epochs = 10, graphs_per_step = 8;
-  int64_t tile_steps_per_epoch = 0, layout_steps_per_epoch = 0;  // 0: one pass
+  int64_t epochs{}, graphs_per_step{};
+  int64_t tile_steps_per_epoch{}, layout_steps_per_epoch{};  // 0: one pass
   // Floors on an epoch that is one pass over the train graphs.
-  int64_t tile_min_steps_per_epoch = 60, layout_min_steps_per_epoch = 20;
+  int64_t tile_min_steps_per_epoch{}, layout_min_steps_per_epoch{};
   std::map<std::string, int64_t> collection_min_steps;  // replaces the kind's floor
   // Caps a floor at about this many passes over the fold's train configs (0: no cap), so
   // that a few small graphs are not repeated hundreds of times an epoch. A step counts as
   // graphs_per_step full slates.
-  double max_config_passes_per_epoch = 12;
+  double max_config_passes_per_epoch{};
   // A fold of one train graph (a graph tuned on its own configs) raises its floor to about
   // this many passes over its train configs (0: off).
-  double single_graph_min_config_passes_per_epoch = 8;
-  int64_t tile_slate = 32, layout_slate = 16, eval_max_configs = 1000;
-  int64_t tile_eval_chunk = 64, layout_eval_chunk = 128;
-  double lr = 1e-3, weight_decay = 1e-4, warmup_fraction = 0.05, grad_clip = 1.0;
-  double ema_decay = 0.99;  // 0: no weight averaging (weight_average.h)
+  double single_graph_min_config_passes_per_epoch{};
+  int64_t tile_slate{}, layout_slate{}, eval_max_configs{};
+  int64_t tile_eval_chunk{}, layout_eval_chunk{};
+  double lr{}, weight_decay{}, warmup_fraction{}, grad_clip{};
+  double ema_decay{};  // 0: no weight averaging (weight_average.h)
   std::map<std::string, double> collection_ema_decay;  // replaces ema_decay
-  double stall_timeout_s = 600;
-  double config_cache_mb = 256;  // the train set's layout config rows kept inflated
+  double stall_timeout_s{};
+  double config_cache_mb{};  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
-  uint64_t seed = 0;
+  uint64_t seed{};
   ModelSpec tile_model, layout_model;  // the kinds' configured models (num_node_feat 0: the data's)
   std::map<std::string, double> collection_dropout;  // replaces layout_model.options.dropout
   std::map<std::string, int64_t> collection_attention_heads;  // replaces layout_model.options.attention_heads
-  std::string ensemble = "mean_z";
-  bool tile_keep_default = true;  // output.tile_keep_default, see tile_top_k
+  std::string ensemble;
+  bool tile_keep_default{};  // output.tile_keep_default, see tile_top_k
 
   // Throws Error naming the key of an invalid setting (unknown loss or model, heads that
   // do not divide the width, unset directories).
