@@ -7,7 +7,7 @@ import os
 import statistics
 import sys
 
-from results_md import machine, replace_section
+from results_md import replace_section, subsection
 
 
 def f4(v):
@@ -20,6 +20,22 @@ def sgn(v):
 
 def s1(v):
     return "n/a" if v is None else f"{v:.1f}"
+
+
+WITHIN_TITLE = "(a) Within one graph"
+ACROSS_TITLE = "(b) Across graphs: the bench tree's unseen test graphs"
+
+
+COMMANDS = ("Commands: `bash tests/bench/bench_baselines.sh [BIN_DIR] --bench-settings` (what each part "
+            "runs is in its header; the trees, runs and logs stay in `$TPUPERF_BENCH_DIR/baselines-work`). "
+            "The analysis of these figures is the section below, written by hand.")
+
+
+def kept(results, title):
+    """A subsection as an earlier bench wrote it, without the commands paragraph that ends the
+    section (None when there is none)."""
+    text = subsection(results, title)
+    return text.split("\n\n" + COMMANDS)[0] if text else None
 
 
 def rate(v):
@@ -39,13 +55,14 @@ def main():
          "and, on every tpuperf submission of this bench, against tpuperf-score (equal to 1e-6). "
          "Higher scores are better (tile: 2 - best of the top 5 / best; layout: Kendall's tau-b); "
          "margin = tpuperf - the better flat model.", "",
-         f"Machine: {machine()}; other engineers' jobs shared it (load figures per part). Every "
+         "Each table names the machine it ran on; other engineers' jobs shared it (load figures per part). Every "
          "heavy command ran under `nice -n 19`; tpuperf on 2 MPI ranks (`mpirun --bind-to none -np 2`), "
          "the flat models on one thread.", ""]
     if within:
         w = within
-        L += ["### (a) Within one graph", "",
-              f"Run {w['when']}, load {w['load'][0]:.2f} → {w['load'][1]:.2f}, {w['seconds'] / 60:.1f} min "
+        L += ["### " + WITHIN_TITLE, "",
+              f"Run {w['when']} on {w.get('machine', 'an unrecorded machine')}, "
+              f"load {w['load'][0]:.2f} → {w['load'][1]:.2f}, {w['seconds'] / 60:.1f} min "
               "(tpuperf runs: " + ", ".join(sorted({t['tpuperf'].get('when', '?') for t in w['tasks']})) +
               "; an earlier bench's runs are kept with --reuse-tpuperf, the splits being deterministic). "
               "A random 70/30 split of the graph's distinct configs (identical rows collapsed to the "
@@ -113,12 +130,15 @@ def main():
                 top = ", ".join(f"{n} {v:.3f}" for n, v in t["baselines"]["models"]["gbt"]["importances"][:8])
                 L.append(f"- {t['split']['stem']} ({t['split']['collection']}): {top}")
             L.append("")
+    elif kept(results, WITHIN_TITLE):  # a bench run with --skip-within keeps the table it did not rerun
+        L += [kept(results, WITHIN_TITLE), ""]
     if across:
         a = across
         b = a["baselines"]["collections"]
         runs = a["tpuperf"]
-        L += ["### (b) Across graphs: the bench tree's unseen test graphs", "",
-              f"Run {a['when']}, load {a['load'][0]:.2f} → {a['load'][1]:.2f}, {a['seconds'] / 60:.1f} min. "
+        L += ["### " + ACROSS_TITLE, "",
+              f"Run {a['when']} on {a.get('machine', 'an unrecorded machine')}, "
+              f"load {a['load'][0]:.2f} → {a['load'][1]:.2f}, {a['seconds'] / 60:.1f} min. "
               f"Data: `tpuperf-synth --out {a['tree']} --scale bench --seed 0`, all five collections; "
               "test graphs scored against its truth (30 tile, 2 per layout collection: few, so the "
               "valid split's 2 graphs per collection are shown too). tpuperf: `tpuperf-preprocess` and "
@@ -192,9 +212,9 @@ def main():
             abl = "; ".join(f"{x['group']}: {f4(x['without_test'])} / {f4(x['without_valid'])}" for x in r.get("ablation", []))
             L.append(f"| {c} | {top} | all features: {f4(g['test'])} / {f4(g['valid'])}; {abl} |")
         L.append("")
-    L += ["Commands: `bash tests/bench/bench_baselines.sh [BIN_DIR] --bench-settings` (what each part "
-          "runs is in its header; the trees, runs and logs stay in `$TPUPERF_BENCH_DIR/baselines-work`). "
-          "The analysis of these figures is the section below, written by hand.", ""]
+    elif kept(results, ACROSS_TITLE):  # likewise with --skip-across
+        L += [kept(results, ACROSS_TITLE), ""]
+    L += [COMMANDS, ""]
     replace_section(results, "Baselines", "\n".join(L).rstrip("\n") + "\n")
     print("\n".join(L))
 

@@ -104,6 +104,8 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
 # stdin from /dev/null: mpirun forwards stdin to rank 0 and would eat a loop's input.
 mpi() { local np=$1; shift; $NICE mpirun --bind-to none --oversubscribe -np "$np" "$@" < /dev/null; }
 stamp() { date -u '+%Y-%m-%d %H:%M UTC'; }
+# Each table names the machine it ran on: a bench that reruns one part keeps the other's table.
+MACHINE=$(PYTHONPATH="$HERE" $PY -c 'from results_md import machine; print(machine())')
 echo "baselines bench started $(stamp); load: $(uptime)"
 T_START=$(now)
 
@@ -268,9 +270,9 @@ PY
         --out "$WORK/within-$tree/baselines-$(echo "$c" | tr : _).json" > /dev/null
     done
   done 3< "$WORK/within/tasks.txt"
-  $PY - "$WORK" "$RES/within.json" "$(stamp)" "$l0" "$(load1)" "$(since "$T0")" <<'PY'
+  $PY - "$WORK" "$RES/within.json" "$(stamp)" "$l0" "$(load1)" "$(since "$T0")" "$MACHINE" <<'PY'
 import glob, json, os, sys
-work, out, when, l0, l1, secs = sys.argv[1:]
+work, out, when, l0, l1, secs, machine = sys.argv[1:]
 tasks = []
 for line in open(f"{work}/within/tasks.txt"):
     tree = line.split()[0]
@@ -285,7 +287,8 @@ for line in open(f"{work}/within/tasks.txt"):
                                                            rank=tp["rank"].get(c), settings=tp["settings"],
                                                            when=tp["when"]),
                           baselines=b))
-json.dump(dict(when=when, load=[float(l0), float(l1)], seconds=float(secs), tasks=tasks), open(out, "w"), indent=1)
+json.dump(dict(when=when, machine=machine, load=[float(l0), float(l1)], seconds=float(secs), tasks=tasks),
+          open(out, "w"), indent=1)
 PY
   echo "within: $(since "$T0") s"
 fi
@@ -306,15 +309,15 @@ if [ "$DO_ACROSS" = 1 ]; then
   fi
   $NICE $BL across --raw "$RAW" --truth "$RAW/truth" --per-graph "$ACROSS_PER_GRAPH" --analysis \
     --out "$WORK/across-baselines.json" > /dev/null
-  $PY - "$WORK" "$RES/across.json" "$(stamp)" "$l0" "$(load1)" "$(since "$T0")" "$RAW" <<'PY'
+  $PY - "$WORK" "$RES/across.json" "$(stamp)" "$l0" "$(load1)" "$(since "$T0")" "$RAW" "$MACHINE" <<'PY'
 import json, os, sys
-work, out, when, l0, l1, secs, raw = sys.argv[1:]
+work, out, when, l0, l1, secs, raw, machine = sys.argv[1:]
 runs = {}
 for name in ("across-defaults", "across-bench"):
     p = f"{work}/{name}/tpuperf.json"
     if os.path.exists(p):
         runs[name] = json.load(open(p))
-json.dump(dict(when=when, load=[float(l0), float(l1)], seconds=float(secs), tree=raw, tpuperf=runs,
+json.dump(dict(when=when, machine=machine, load=[float(l0), float(l1)], seconds=float(secs), tree=raw, tpuperf=runs,
                baselines=json.load(open(f"{work}/across-baselines.json"))), open(out, "w"), indent=1)
 PY
   echo "across: $(since "$T0") s"

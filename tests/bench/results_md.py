@@ -15,6 +15,15 @@ def replace_section(results, title, section):
         f.write(text.rstrip("\n") + "\n")
 
 
+def subsection(results, title):
+    """The text of the subsection headed '### <title>' of the file (up to the next '## ' or
+    '### ' heading, without its trailing blank lines), or None when the file or it is missing."""
+    if not os.path.exists(results):
+        return None
+    m = re.search(r"^### %s\n.*?(?=^##|\Z)" % re.escape(title), open(results).read(), flags=re.S | re.M)
+    return m.group(0).rstrip("\n") if m else None
+
+
 def machine():
     """'2 cores (nproc), AMD EPYC, 23.5 GiB memory'."""
     model = "?"
