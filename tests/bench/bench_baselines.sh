@@ -43,6 +43,8 @@
 #
 # Usage: bench_baselines.sh [BIN_DIR] [--skip-within] [--skip-across] [--bench-settings]
 #                           [--reuse-tpuperf] [--no-results]
+# --skip-within / --skip-across: the part not run keeps its table in RESULTS.md as an earlier
+# bench wrote it (each table names its run's date and machine).
 # --reuse-tpuperf keeps the tpuperf runs of an earlier bench (their tpuperf.json in the work
 # dir; the splits are deterministic, so the trees are the same) that trained the same
 # collections with the same settings, the same schema defaults (tpuperf-train --help-config)
