@@ -130,8 +130,8 @@ def main():
                 top = ", ".join(f"{n} {v:.3f}" for n, v in t["baselines"]["models"]["gbt"]["importances"][:8])
                 L.append(f"- {t['split']['stem']} ({t['split']['collection']}): {top}")
             L.append("")
-    elif kept(results, WITHIN_TITLE):  # a bench run with --skip-within keeps the table it did not rerun
-        L += [kept(results, WITHIN_TITLE), ""]
+    elif old := kept(results, WITHIN_TITLE):  # a bench run with --skip-within keeps the table it did not rerun
+        L += [old, ""]
     if across:
         a = across
         b = a["baselines"]["collections"]
@@ -212,8 +212,8 @@ def main():
             abl = "; ".join(f"{x['group']}: {f4(x['without_test'])} / {f4(x['without_valid'])}" for x in r.get("ablation", []))
             L.append(f"| {c} | {top} | all features: {f4(g['test'])} / {f4(g['valid'])}; {abl} |")
         L.append("")
-    elif kept(results, ACROSS_TITLE):  # likewise with --skip-across
-        L += [kept(results, ACROSS_TITLE), ""]
+    elif old := kept(results, ACROSS_TITLE):  # likewise with --skip-across
+        L += [old, ""]
     L += [COMMANDS, ""]
     replace_section(results, "Baselines", "\n".join(L).rstrip("\n") + "\n")
     print("\n".join(L))
