@@ -118,7 +118,9 @@ step "--resume refuses other settings or other data"
 expect_refusal() {  # LOG FRAGMENT ARGS...
   local log=$1 fragment=$2; shift 2
   set +e
-  mpi 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --resume --set output.dir="$work/run2" "$@" > "$log" 2>&1
+  # One rank, nothing left to kill: without mpirun's 1 s kill grace (twice) on a non-zero exit.
+  OMPI_MCA_odls_base_sigkill_timeout=0 \
+    mpi 1 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --resume --set output.dir="$work/run2" "$@" > "$log" 2>&1
   local rc=$?
   set -e
   [ "$rc" -ne 0 ] && grep -q -- "$fragment" "$log" || { tail -20 "$log"; echo "expected a refusal naming '$fragment'"; exit 1; }
