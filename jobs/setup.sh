@@ -37,6 +37,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  echo "setup: packages installed in ${SECONDS} s"
 fi
 
 # LibTorch is ~6x slower on the reference BLAS: make sure OpenBLAS provides libblas.so.3.
@@ -54,10 +55,11 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
 fi
 log="$BUILD_DIR/build.log"
 echo "setup: building with $jobs jobs (log: $log)"
+t0=$SECONDS
 if ! cmake --build "$BUILD_DIR" -j "$jobs" >"$log" 2>&1; then
   grep -E 'error|Error' "$log" | head -40 >&2 || true
   echo "setup: build failed; full log in $log" >&2
   exit 1
 fi
 grep -E 'warning:' "$log" | sort -u | head -20 >&2 || true
-echo "setup: build ready in $BUILD_DIR/bin"
+echo "setup: build ready in $BUILD_DIR/bin ($((SECONDS - t0)) s)"

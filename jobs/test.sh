@@ -27,11 +27,21 @@ READER_TESTS=(test_npy test_npz test_npz_numpy test_npz_faults test_graph test_s
 build_targets() {
   local dir=$1 label=$2; shift 2
   echo "test: building $label in $dir"
+  local t0=$SECONDS
   if ! cmake --build "$dir" -j "$(nproc)" --target "$@" > "$dir/build.log" 2>&1; then
     grep -E 'error' "$dir/build.log" | head -20 >&2 || true
     echo "test: $label build failed; log in $dir/build.log" >&2
     return 1
   fi
+  echo "test: built in $((SECONDS - t0)) s"
+}
+
+# timed NAME COMMAND...: runs a stage and says how long it took (CI's time is budgeted).
+timed() {
+  local name=$1 t0=$SECONDS rc=0; shift
+  "$@" || rc=$?
+  echo "test: $name took $((SECONDS - t0)) s"
+  return $rc
 }
 
 sanitized_readers() {
@@ -59,14 +69,14 @@ fuzzed_parser() {
 }
 
 failed=()
-(cd "$BUILD_DIR" && ctest --output-on-failure --timeout 900 "$@") || failed+=(ctest)
+timed ctest ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 "$@" || failed+=(ctest)
 extra=${TPUPERF_SANITIZERS:-auto}
 if [ "$extra" = 1 ] || { [ "$extra" = auto ] && [ $# -eq 0 ]; }; then
-  sanitized_readers || failed+=("reader tests under ASan/UBSan")
-  fuzzed_parser || failed+=("fuzzing")
+  timed "the ASan/UBSan stage" sanitized_readers || failed+=("reader tests under ASan/UBSan")
+  timed "the fuzzing stage" fuzzed_parser || failed+=("fuzzing")
 fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test: FAILED: $(IFS=,; echo "${failed[*]}")" >&2
   exit 1
 fi
-echo "test: all passed"
+echo "test: all passed in ${SECONDS} s"
