@@ -11,8 +11,8 @@
 source "$(dirname "$0")/lib.sh"
 # Every run here ends with all ranks exiting 3 together (the code is broadcast). mpirun
 # answers a non-zero exit by killing the job's ranks with a grace of odls_base_sigkill_timeout
-# (1 s) even when none is left: 2 s of each 2.6 s run. The kill tests keep the grace, which
-# lets a surviving rank log why it stops.
+# (1 s) even when none is left: 2 s of a 2.6 s run on 1 rank, 1 s of 1.6 s on 2. The kill
+# tests keep the grace, which lets a surviving rank log why it stops.
 export OMPI_MCA_odls_base_sigkill_timeout=0
 
 make_tree "$work" 3
