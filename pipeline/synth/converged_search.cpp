@@ -88,7 +88,7 @@ size_t pick(const std::vector<size_t>& from, Rng& rng) {
 }  // namespace
 
 LayoutGraph make_converged_layout_graph(const std::string& name, const LayoutProgram& program,
-                                        int64_t num_configs, Rng& rng) {
+                                        int64_t num_configs, Rng& rng, std::vector<int64_t>* noise_free) {
   const LayoutProblem& p = program.problem;
   const ConvergedParams q = draw_converged_params(rng);
   const std::vector<int> best = local_search_best(p);
@@ -156,6 +156,7 @@ LayoutGraph make_converged_layout_graph(const std::string& name, const LayoutPro
   for (size_t r : order) {
     append_config_rows(p, rows[r], g.node_config_feat);
     g.config_runtime.push_back(converged_measurement(true_ns[r], q, rng));
+    if (noise_free) noise_free->push_back(std::max<int64_t>(1, std::llround(true_ns[r])));
   }
   return g;
 }

@@ -55,8 +55,10 @@ std::vector<int> local_search_best(const LayoutProblem& p);
 int64_t converged_measurement(double true_ns, const ConvergedParams& q, Rng& rng);
 
 // The file: num_configs rows as described above. The problem's options must come from the
-// random search (make_layout_options(problem, "random", ...)).
+// random search (make_layout_options(problem, "random", ...)). noise_free, when given,
+// receives each row's noise-free runtime (what an undisturbed run measures).
 LayoutGraph make_converged_layout_graph(const std::string& name, const LayoutProgram& program,
-                                        int64_t num_configs, Rng& rng);
+                                        int64_t num_configs, Rng& rng,
+                                        std::vector<int64_t>* noise_free = nullptr);
 
 }  // namespace tpuperf::synth

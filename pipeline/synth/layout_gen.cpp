@@ -727,22 +727,25 @@ void make_layout_options(LayoutProblem& problem, const std::string& search, Rng&
 
 namespace {
 
-// Appends the configs' rows and their measured runtimes (~0.1% measurement noise).
+// Appends the configs' rows and their measured runtimes (~0.1% measurement noise), and
+// to noise_free (when given) the runtimes without the noise.
 void measure_choices(const LayoutProblem& p, const std::vector<std::vector<int>>& choices,
-                     LayoutGraph& g, Rng& rng) {
+                     LayoutGraph& g, Rng& rng, std::vector<int64_t>* noise_free) {
   LayoutCostModel model(p);
   g.node_config_feat.reserve(choices.size() * p.nodes.size() * kLayoutConfigDim);
   for (const auto& c : choices) {
     append_config_rows(p, c, g.node_config_feat);
-    double t = model.runtime_ns(c) * (1.0 + measurement_noise(rng));
-    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(t)));
+    const double exact = model.runtime_ns(c);
+    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(exact * (1.0 + measurement_noise(rng)))));
+    if (noise_free) noise_free->push_back(std::max<int64_t>(1, std::llround(exact)));
   }
 }
 
 }  // namespace
 
 LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& program,
-                              const std::string& search, int64_t num_configs, Rng& rng) {
+                              const std::string& search, int64_t num_configs, Rng& rng,
+                              std::vector<int64_t>* noise_free) {
   LayoutGraph g = start_layout_graph(name, program);
   const LayoutProblem& p = program.problem;
 
@@ -759,17 +762,18 @@ LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& prog
     choices.push_back(choices[static_cast<size_t>(rng.randint(0, fresh - 1))]);
   choices.resize(static_cast<size_t>(num_configs));
   rng.shuffle(choices);
-  measure_choices(p, choices, g, rng);
+  measure_choices(p, choices, g, rng, noise_free);
   return g;
 }
 
 LayoutGraph make_remeasured_layout_graph(const std::string& name, const LayoutProgram& program,
-                                         const std::string& search, int64_t copies, Rng& rng) {
+                                         const std::string& search, int64_t copies, Rng& rng,
+                                         std::vector<int64_t>* noise_free) {
   LayoutGraph g = start_layout_graph(name, program);
   const std::vector<int> one = sample_choice(program.problem, search, rng);
   measure_choices(program.problem,
                   std::vector<std::vector<int>>(static_cast<size_t>(std::max<int64_t>(1, copies)), one),
-                  g, rng);
+                  g, rng, noise_free);
   return g;
 }
 

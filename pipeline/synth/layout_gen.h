@@ -40,14 +40,17 @@ void make_layout_options(LayoutProblem& problem, const std::string& search, Rng&
 // One file: the program, num_configs configurations sampled the search's way (random:
 // every group picks freely; default: a few groups depart from the default), the default
 // configuration repeated several times, some configs re-measured, runtimes from the cost
-// model with ~0.1% measurement noise.
+// model with ~0.1% measurement noise. noise_free, when given, receives each config's runtime
+// without the noise (same rounding), in the file's order; the file is the same either way.
 LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& program,
-                              const std::string& search, int64_t num_configs, Rng& rng);
+                              const std::string& search, int64_t num_configs, Rng& rng,
+                              std::vector<int64_t>* noise_free = nullptr);
 
 // A file of re-measurements only: one configuration sampled the search's way, measured
 // `copies` times.
 LayoutGraph make_remeasured_layout_graph(const std::string& name, const LayoutProgram& program,
-                                         const std::string& search, int64_t copies, Rng& rng);
+                                         const std::string& search, int64_t copies, Rng& rng,
+                                         std::vector<int64_t>* noise_free = nullptr);
 
 // One configuration the search's way: random, every group picks freely (keeping the
 // default with a per-config probability); default, a few groups depart from the default.

@@ -78,6 +78,10 @@ int synth_main(int argc, char** argv) {
               "comma-separated collection ids (default all: tile:xla,layout:xla:random,"
               "layout:xla:default,layout:nlp:random,layout:nlp:default)")
       .option("threads", "N", "worker threads (default: the machine's cores)")
+      .flag("noise-free",
+            "also write every file's runtimes without measurement noise under DIR/noise_free/ (same "
+            "tree, config_runtime row for row): what a model should learn, and the measured order's "
+            "ceiling; the npz tree is unchanged")
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(
           "examples:\n  tpuperf-synth --out /tmp/tpugraphs --scale tiny --seed 7\n"
@@ -92,6 +96,7 @@ int synth_main(int argc, char** argv) {
   o.scale = cli.get("scale", "small");
   if (cli.has("fraction")) o.fraction = parse_fraction(cli.get("fraction"));
   if (cli.has("collections")) o.collections = parse_collections(cli.get("collections"));
+  o.noise_free = cli.has("noise-free");
   unsigned hw = std::thread::hardware_concurrency();
   o.threads = static_cast<int>(cli.has("threads") ? parse_u64("threads", cli.get("threads"))
                                                   : (hw ? hw : 1));

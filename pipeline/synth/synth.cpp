@@ -33,6 +33,10 @@ std::string truth_dir(const std::string& out_dir, const Collection& c) {
   return c.split_dir(out_dir + "/truth", "test");
 }
 
+std::string noise_free_dir(const std::string& out_dir, const Collection& c, const std::string& split) {
+  return c.split_dir(out_dir + "/noise_free", split);
+}
+
 namespace {
 
 // Runs fn(0..n-1) on `threads` threads; rethrows the first failure after all stop.
@@ -67,7 +71,26 @@ uint64_t file_bytes(const std::string& path) {
 struct Written {
   int64_t files = 0;
   uint64_t bytes = 0;
+
+  void add(const std::string& path) {
+    files++;
+    bytes += file_bytes(path);
+  }
 };
+
+// The noise-free runtimes of graph g's file (SynthOptions::noise_free); tile files also
+// carry their normalizers, so that tile scores can be computed from this file alone.
+void write_noise_free(const std::string& out, const Collection& c, const GraphPlan& g,
+                      const std::vector<int64_t>& runtime, const std::vector<int64_t>* normalizers,
+                      Written& w) {
+  const std::string path = noise_free_dir(out, c, g.split) + "/" + g.name + ".npz";
+  NpzWriter nw(path, true);
+  const int64_t n = static_cast<int64_t>(runtime.size());
+  nw.add("config_runtime", runtime, {n});
+  if (normalizers) nw.add("config_runtime_normalizers", *normalizers, {n});
+  nw.close();
+  w.add(path);
+}
 
 TileKernel build_kernel(const GraphPlan& g, Rng& rng) {
   switch (g.shape.tile_body) {
@@ -81,13 +104,16 @@ TileKernel build_kernel(const GraphPlan& g, Rng& rng) {
   return build_tile_kernel(g.model, rng);
 }
 
-Written write_tile(const std::string& out, const Collection& c, const GraphPlan& g) {
+Written write_tile(const std::string& out, const Collection& c, const GraphPlan& g, bool noise_free) {
   Rng rng(g.seed);
   TileKernel kernel = build_kernel(g, rng);
-  TileGraph graph = g.shape.remeasured_only ? make_remeasured_tile_graph(g.name, kernel, g.configs, rng)
-                                            : make_tile_graph(g.name, kernel, g.configs, rng);
+  std::vector<int64_t> exact;
+  std::vector<int64_t>* want = noise_free ? &exact : nullptr;
+  TileGraph graph = g.shape.remeasured_only ? make_remeasured_tile_graph(g.name, kernel, g.configs, rng, want)
+                                            : make_tile_graph(g.name, kernel, g.configs, rng, want);
   validate(graph);
   Written w;
+  if (noise_free) write_noise_free(out, c, g, exact, &graph.config_runtime_normalizers, w);
   if (g.split == "test") {
     const std::string truth = truth_dir(out, c) + "/" + g.name + ".npz";
     NpzWriter tw(truth, true);
@@ -95,19 +121,17 @@ Written write_tile(const std::string& out, const Collection& c, const GraphPlan&
     tw.add("config_runtime", graph.config_runtime, {n});
     tw.add("config_runtime_normalizers", graph.config_runtime_normalizers, {n});
     tw.close();
-    w.files++;
-    w.bytes += file_bytes(truth);
+    w.add(truth);
     std::fill(graph.config_runtime.begin(), graph.config_runtime.end(), 0);
     std::fill(graph.config_runtime_normalizers.begin(), graph.config_runtime_normalizers.end(), 1);
   }
   const std::string path = c.split_dir(out + "/npz", g.split) + "/" + g.name + ".npz";
   save_tile_graph(path, graph, false);  // stored members, like savez
-  w.files++;
-  w.bytes += file_bytes(path);
+  w.add(path);
   return w;
 }
 
-LayoutGraph make_layout_file(const Collection& c, const GraphPlan& g) {
+LayoutGraph make_layout_file(const Collection& c, const GraphPlan& g, std::vector<int64_t>* noise_free) {
   Rng graph_rng(g.seed);
   ProgramShape shape;
   shape.isolated_nodes = g.shape.isolated_nodes;
@@ -117,10 +141,10 @@ LayoutGraph make_layout_file(const Collection& c, const GraphPlan& g) {
   Rng rng(mix_seed(g.seed, "configs:" + c.search));
   make_layout_options(program.problem, c.search, rng);
   LayoutGraph graph =
-      g.shape.remeasured_only ? make_remeasured_layout_graph(g.name, program, c.search, g.configs, rng)
+      g.shape.remeasured_only ? make_remeasured_layout_graph(g.name, program, c.search, g.configs, rng, noise_free)
       : g.shape.converged && c.search == "random"
-          ? make_converged_layout_graph(g.name, program, g.configs, rng)
-          : make_layout_graph(g.name, program, c.search, g.configs, rng);
+          ? make_converged_layout_graph(g.name, program, g.configs, rng, noise_free)
+          : make_layout_graph(g.name, program, c.search, g.configs, rng, noise_free);
   if (g.shape.no_config_nodes) {
     // The same measurements of a program in which nothing was configurable: (c, 0, 18).
     graph.node_config_ids.clear();
@@ -129,23 +153,23 @@ LayoutGraph make_layout_file(const Collection& c, const GraphPlan& g) {
   return graph;
 }
 
-Written write_layout(const std::string& out, const Collection& c, const GraphPlan& g) {
-  LayoutGraph graph = make_layout_file(c, g);
+Written write_layout(const std::string& out, const Collection& c, const GraphPlan& g, bool noise_free) {
+  std::vector<int64_t> exact;
+  LayoutGraph graph = make_layout_file(c, g, noise_free ? &exact : nullptr);
   validate(graph);
   Written w;
+  if (noise_free) write_noise_free(out, c, g, exact, nullptr, w);
   if (g.split == "test") {
     const std::string truth = truth_dir(out, c) + "/" + g.name + ".npz";
     NpzWriter tw(truth, true);
     tw.add("config_runtime", graph.config_runtime, {graph.num_configs()});
     tw.close();
-    w.files++;
-    w.bytes += file_bytes(truth);
+    w.add(truth);
     std::fill(graph.config_runtime.begin(), graph.config_runtime.end(), 0);
   }
   const std::string path = c.split_dir(out + "/npz", g.split) + "/" + g.name + ".npz";
   save_layout_graph(path, graph, true);  // deflated members, like savez_compressed
-  w.files++;
-  w.bytes += file_bytes(path);
+  w.add(path);
   return w;
 }
 
@@ -184,6 +208,8 @@ SynthStats generate_tree(const SynthOptions& o) {
     }
     for (const auto& split : kSplits) make_dirs(c.split_dir(o.out_dir + "/npz", split));
     make_dirs(truth_dir(o.out_dir, c));
+    if (o.noise_free)
+      for (const auto& split : kSplits) make_dirs(noise_free_dir(o.out_dir, c, split));
   }
   if (o.scale == "release")
     write_file_atomic(o.out_dir + "/release_plan.tsv", release_plan_listing(plans, selected));
@@ -205,7 +231,8 @@ SynthStats generate_tree(const SynthOptions& o) {
     const GraphPlan& g = plans[jobs[j].collection].graphs[jobs[j].graph];
     const auto t0 = Clock::now();
     try {
-      written[j] = c.kind == Kind::Tile ? write_tile(o.out_dir, c, g) : write_layout(o.out_dir, c, g);
+      written[j] = c.kind == Kind::Tile ? write_tile(o.out_dir, c, g, o.noise_free)
+                                        : write_layout(o.out_dir, c, g, o.noise_free);
     } catch (Error& e) {
       e.with_file(c.id() + ":" + g.split + "/" + g.name);
       throw;

@@ -4,7 +4,12 @@
 // plus the hidden test runtimes
 //   <out>/truth/tile/xla/test/<name>.npz            (config_runtime, config_runtime_normalizers)
 //   <out>/truth/layout/<src>/<search>/test/<name>.npz (config_runtime)
-// Test files carry zero runtimes (tile: normalizers one) like the release's.
+// Test files carry zero runtimes (tile: normalizers one) like the release's. With
+// noise_free, every file's runtimes without measurement noise as well:
+//   <out>/noise_free/<collection>/{train,valid,test}/<name>.npz (config_runtime; tile also
+//   config_runtime_normalizers), row for row the file's configs
+// so that a model's ranking can be scored against what it should have learned, and the
+// measured order against the noise-free one (the score no model can beat on average).
 // The output depends only on the seed, the scale and the fraction (not on the thread count
 // or the collections chosen): every file has its own random stream.
 #pragma once
@@ -28,6 +33,7 @@ struct SynthOptions {
   double fraction = 1.0;
   std::vector<Collection> collections = Collection::all();
   int threads = 1;
+  bool noise_free = false;  // also write <out>/noise_free/ (above); the npz tree is the same
 };
 
 struct SynthStats {
@@ -42,5 +48,7 @@ SynthStats generate_tree(const SynthOptions& options);
 
 // Where a collection's test truth files go: <out>/truth/tile/xla/test, ...
 std::string truth_dir(const std::string& out_dir, const Collection& c);
+// Where a split's noise-free runtimes go: <out>/noise_free/tile/xla/<split>, ...
+std::string noise_free_dir(const std::string& out_dir, const Collection& c, const std::string& split);
 
 }  // namespace tpuperf::synth

@@ -458,7 +458,7 @@ namespace {
 
 // The file of a kernel whose tilings configs[] (config 0 the default) were measured.
 TileGraph measure_tilings(const std::string& name, const TileKernel& kernel,
-                          const std::vector<TileConfig>& configs, Rng& rng) {
+                          const std::vector<TileConfig>& configs, Rng& rng, std::vector<int64_t>* noise_free) {
   TileGraph g;
   g.name = name;
   kernel.hlo.fill(g);
@@ -467,8 +467,9 @@ TileGraph measure_tilings(const std::string& name, const TileKernel& kernel,
   for (const auto& c : configs) {
     auto f = tile_config_features(p, c);
     g.config_feat.insert(g.config_feat.end(), f.begin(), f.end());
-    double t = tile_runtime_ns(p, c) * (1.0 + measurement_noise(rng));
-    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(t)));
+    const double exact = tile_runtime_ns(p, c);
+    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(exact * (1.0 + measurement_noise(rng)))));
+    if (noise_free) noise_free->push_back(std::max<int64_t>(1, std::llround(exact)));
     g.config_runtime_normalizers.push_back(normalizer);
   }
   return g;
@@ -477,16 +478,16 @@ TileGraph measure_tilings(const std::string& name, const TileKernel& kernel,
 }  // namespace
 
 TileGraph make_tile_graph(const std::string& name, const TileKernel& kernel, int64_t max_configs,
-                          Rng& rng) {
+                          Rng& rng, std::vector<int64_t>* noise_free) {
   const auto configs = sample_tilings(kernel.problem, max_configs, rng);
-  return measure_tilings(name, kernel, configs, rng);
+  return measure_tilings(name, kernel, configs, rng, noise_free);
 }
 
 TileGraph make_remeasured_tile_graph(const std::string& name, const TileKernel& kernel,
-                                     int64_t copies, Rng& rng) {
+                                     int64_t copies, Rng& rng, std::vector<int64_t>* noise_free) {
   const std::vector<TileConfig> configs(static_cast<size_t>(std::max<int64_t>(1, copies)),
                                         default_tile_config(kernel.problem));
-  return measure_tilings(name, kernel, configs, rng);
+  return measure_tilings(name, kernel, configs, rng, noise_free);
 }
 
 }  // namespace tpuperf::synth

@@ -29,12 +29,13 @@ TileKernel build_chain_kernel(const ModelSpec& model, int chain_ops, Rng& rng);
 // The kernel's file: graph, the default tiling as config 0 then up to max_configs - 1
 // distinct others (fewer when the tiling space is smaller), a few re-measured duplicates,
 // runtimes from the simulator with ~0.1% measurement noise, and a per-graph normalizer
-// (the default's runtime rounded to two significant digits).
+// (the default's runtime rounded to two significant digits). noise_free, when given,
+// receives each config's runtime without the noise (same rounding).
 TileGraph make_tile_graph(const std::string& name, const TileKernel& kernel, int64_t max_configs,
-                          Rng& rng);
+                          Rng& rng, std::vector<int64_t>* noise_free = nullptr);
 // A file of re-measurements only: the default tiling measured `copies` times.
 TileGraph make_remeasured_tile_graph(const std::string& name, const TileKernel& kernel,
-                                     int64_t copies, Rng& rng);
+                                     int64_t copies, Rng& rng, std::vector<int64_t>* noise_free = nullptr);
 
 // Multiplicative measurement noise: ~0.1% normal, clipped to +-0.9%.
 double measurement_noise(Rng& rng);

@@ -7,8 +7,12 @@ Subcommands:
   make-within   split one graph's distinct configs into a train part and a held-out part,
                 written as a release-style tree for tpuperf (train/<stem>.npz with runtimes,
                 an empty valid/, test/<stem>.npz with zeroed runtimes as in the release) and
-                the held-out runtimes under truth/ (as tpuperf-synth writes them)
-  within        ridge and GBT trained on such a tree's train file, ranking its test file
+                the held-out runtimes under truth/ (as tpuperf-synth writes them); with
+                --noise-free, the held-out configs' noise-free runtimes under truth_noise_free/
+  within        ridge and GBT trained on such a tree's train file, ranking its test file;
+                where the tree has truth_noise_free/, also the noise ceiling (the noise-free
+                order scored against the measured runtimes) and each model scored against
+                the noise-free runtimes
   across        ridge and GBT trained on the train split of a tree (hyper-parameters
                 chosen on valid), ranking its test graphs, scored against truth/
   score         score a submission.csv against a truth tree with this file's metrics
@@ -446,8 +450,19 @@ def cmd_make_within(a):
     if kind == "tile":
         truth["config_runtime_normalizers"] = t["config_runtime_normalizers"]
     np.savez(os.path.join(a.out, "truth", coll_dir(a.collection), "test", stem + ".npz"), **truth)
+    if a.noise_free:
+        # The held-out configs' runtimes without measurement noise (tpuperf-synth --noise-free:
+        # row for row the source file's), in a truth tree of their own.
+        nf = load(a.noise_free)
+        if len(nf["config_runtime"]) != len(g["config_runtime"]):
+            raise SystemExit(f"{a.noise_free}: {len(nf['config_runtime'])} runtimes, {a.src} has "
+                             f"{len(g['config_runtime'])} configs")
+        d = os.path.join(a.out, "truth_noise_free", coll_dir(a.collection), "test")
+        os.makedirs(d, exist_ok=True)
+        np.savez(os.path.join(d, stem + ".npz"), **{k: v[te] for k, v in nf.items()})
     info = dict(src=a.src, collection=a.collection, seed=a.seed, configs=int(len(targets(g, kind))),
-                distinct=int(len(idx)), train=int(len(tr)), test=int(len(te)), stem=stem)
+                distinct=int(len(idx)), train=int(len(tr)), test=int(len(te)), stem=stem,
+                noise_free=bool(a.noise_free))
     with open(os.path.join(a.out, f"split-{coll_dir(a.collection).replace('/', '_')}.json"), "w") as f:
         json.dump(info, f)
     print(json.dumps(info))
@@ -494,6 +509,15 @@ def cmd_within(a):
     ytr, yte = targets(gtr, kind), targets(gte, kind)
     t = graph_target(ytr)
     out = dict(collection=a.collection, graph=stem, train=int(len(ytr)), test=int(len(yte)), models={})
+    # Generated graphs: their held-out runtimes without the measurement noise as well.
+    nf_path = os.path.join(a.tree, "truth_noise_free", coll_dir(a.collection), "test", stem + ".npz")
+    yexact = targets(load(nf_path), kind) if os.path.exists(nf_path) else None
+    score_of = lambda order, y: tile_score(order, y) if kind == "tile" else layout_score(order, y)
+    if yexact is not None:
+        # The noise-free order scored against the measured runtimes: what a model that learned
+        # the cost model exactly scores, so the measured order's ceiling (ties broken by index).
+        order = tile_order(yexact, keep_default=False) if kind == "tile" else order_from_scores(yexact)
+        out["noise_free"] = dict(ceiling=score_of(order, yte), models={})
     # Features of the train part; only the columns that vary in it are kept (within one graph
     # most (node, slot) values never change).
     t0 = time.perf_counter()
@@ -527,10 +551,10 @@ def cmd_within(a):
         Xte = within_features(gte, kind, lg=lg)[0][:, var]
         pred = model.predict(design(Xte))
         pred_s = time.perf_counter() - t0
-        if kind == "tile":
-            score = tile_score(tile_order(pred, keep_default=False), yte)
-        else:
-            score = layout_score(order_from_scores(pred), yte)
+        order = tile_order(pred, keep_default=False) if kind == "tile" else order_from_scores(pred)
+        score = score_of(order, yte)
+        if yexact is not None:
+            out["noise_free"]["models"][name] = score_of(order, yexact)
         m = dict(score=score, train_s=train_s, predict_s=pred_s, predictions_per_s=len(yte) / max(pred_s, 1e-9))
         if name == "ridge":
             m["alpha"] = alpha
@@ -734,6 +758,7 @@ def main():
     q.add_argument("--max-train", type=int, default=0)
     q.add_argument("--max-test", type=int, default=0)
     q.add_argument("--name", default="")
+    q.add_argument("--noise-free", default="", help="the source's noise-free runtimes (tpuperf-synth --noise-free)")
     q = sub.add_parser("within")
     q.add_argument("--tree", required=True)
     q.add_argument("--collection", required=True)

@@ -113,6 +113,22 @@ def main():
                          f"**{sgn(m[0] - max(m[1], m[2]))}** against the better mean; mean of the "
                          f"splits' margins {sgn(statistics.mean(margins))}; splits above / level with "
                          f"/ below the better flat model: {above} / {level} / {len(v) - above - level} | | |")
+        nf = [t for t in w["tasks"] if t["baselines"].get("noise_free") and t["tpuperf"].get("noise_free") is not None]
+        if nf:
+            L += ["", "The generated graphs against their noise-free runtimes (the bench tree's "
+                  "`tpuperf-synth --noise-free` files): *ceiling* is the noise-free order scored against the "
+                  "measured held-out runtimes as the table above scores every model, so what a model that "
+                  "learned the cost model exactly would score there; the other columns score each model's "
+                  "order against the noise-free runtimes instead of the measured ones (layout: configs of "
+                  "equal noise-free runtime are ties of tau-b).", "",
+                  "| graph | collection | ceiling | tpuperf | ridge | GBT | margin vs best flat |",
+                  "|---|---|---|---|---|---|---|"]
+            for t in nf:
+                b = t["baselines"]["noise_free"]
+                best = max(b["models"]["ridge"], b["models"]["gbt"])
+                L.append(f"| {t['split']['stem']} | {t['split']['collection']} | {f4(b['ceiling'])} | "
+                         f"{f4(t['tpuperf']['noise_free'])} | {f4(b['models']['ridge'])} | "
+                         f"{f4(b['models']['gbt'])} | **{sgn(t['tpuperf']['noise_free'] - best)}** |")
         L += ["", "tpuperf's train time is the wall time of tpuperf-train (loading, training, test "
               "prediction; every collection of a tree trains in the same run, one after another), in "
               "brackets the training steps of that collection (metrics.csv); its predictions/s are "

@@ -25,7 +25,10 @@
 #           configs and capped at train.max_config_passes_per_epoch: the generated layout
 #           files train more steps than the floor, the real graphs fewer; the run's
 #           metrics.csv has them), and output.tile_keep_default=false (config 0 of a held-out part is no default);
-#           scored with tpuperf-score against the held-out runtimes.
+#           scored with tpuperf-score against the held-out runtimes. Generated graphs are
+#           also scored against their noise-free runtimes (the bench tree's noise_free/):
+#           every model, and the noise-free order against the measured runtimes, the
+#           ceiling that measurement noise puts on the measured scores.
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
 #           all five collections, test graphs scored against its truth. tpuperf: the
 #           project's defaults (configs/tpugraphs.yaml: 5 folds, 10 epochs, default models)
@@ -156,6 +159,12 @@ YAML
   wall=$(since "$t0"); l1=$(load1)
   "$BIN/tpuperf-score" --submission "$dir/run/submission.csv" --truth "$tree/truth" --json > "$dir/score.json"
   $BL score --submission "$dir/run/submission.csv" --truth "$tree/truth" --out "$dir/score-baselines-py.json" > /dev/null
+  # Generated graphs within one graph: also against their noise-free runtimes.
+  rm -f "$dir/score-noise-free.json"
+  if [ -d "$tree/truth_noise_free" ]; then
+    $BL score --submission "$dir/run/submission.csv" --truth "$tree/truth_noise_free" \
+      --out "$dir/score-noise-free.json" > /dev/null
+  fi
   # Predictions per second: tpuperf-rank on the test files, one call per collection.
   : > "$dir/rank.txt"
   for c in $(echo "$colls" | tr -d '[]' | tr , ' '); do
@@ -183,6 +192,9 @@ for line in open(f"{d}/rank.txt"):
         with np.load(f) as z:
             n += len(z["config_runtime"])
     rank[c] = dict(seconds=float(secs), files=int(nfiles), configs=n, per_s=n / max(float(secs), 1e-9))
+noise_free = {}
+if os.path.exists(f"{d}/score-noise-free.json"):
+    noise_free = {c: v["mean"] for c, v in json.load(open(f"{d}/score-noise-free.json")).items()}
 valid = {}
 import re
 for line in open(f"{d}/train.log"):
@@ -190,7 +202,7 @@ for line in open(f"{d}/train.log"):
     if m:
         valid[m[1]] = float(m[2])
 out = dict(when=when, wall_s=float(wall), preprocess_s=float(pre_s), load=[float(l0), float(l1)], settings=sets,
-           score=score, per_graph=mine, steps_s=steps_s, rank=rank, valid=valid)
+           score=score, per_graph=mine, steps_s=steps_s, rank=rank, valid=valid, noise_free=noise_free)
 json.dump(out, open(f"{d}/tpuperf.json", "w"), indent=1)
 for c in score["collections"]:
     m = mine[c["collection"]]["mean"]
@@ -252,7 +264,8 @@ PY
   for line in "${gen[@]}"; do
     read -r i c f <<< "$line"
     $NICE $BL make-within --src "$f" --collection "$c" --out "$WORK/within/gen-$i" --seed 0 \
-      --max-train "$WITHIN_MAX_TRAIN" --max-test "$WITHIN_MAX_TEST" > /dev/null
+      --max-train "$WITHIN_MAX_TRAIN" --max-test "$WITHIN_MAX_TEST" \
+      --noise-free "$RAW/noise_free/${f#"$RAW/npz/"}" > /dev/null
     gen_colls[$i]=${gen_colls[$i]:+${gen_colls[$i]},}$c
   done
   for i in $(printf '%s\n' "${!gen_colls[@]}" | sort -n); do
@@ -287,7 +300,8 @@ for line in open(f"{work}/within/tasks.txt"):
         tasks.append(dict(tree=tree, split=s, tpuperf=dict(score=sc["score"], random=sc["random_baseline"],
                                                            train_wall_s=tp["wall_s"], steps_s=tp["steps_s"].get(c),
                                                            rank=tp["rank"].get(c), settings=tp["settings"],
-                                                           when=tp["when"]),
+                                                           when=tp["when"],
+                                                           noise_free=tp.get("noise_free", {}).get(c)),
                           baselines=b))
 json.dump(dict(when=when, machine=machine, load=[float(l0), float(l1)], seconds=float(secs), tasks=tasks),
           open(out, "w"), indent=1)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -228,6 +229,79 @@ TEST_F(SynthTree, ACollectionAloneIsTheSameAsInTheWholeTree) {
     EXPECT_NE(f.find("layout/nlp/default/"), std::string::npos) << f;
     EXPECT_EQ(read_bytes(o.out_dir + "/" + f), read_bytes(root_ + "/" + f)) << f;
   }
+  fs::remove_all(o.out_dir);
+}
+
+// Identical config rows of one file, as groups of row indices (re-measurements).
+std::vector<std::vector<size_t>> same_rows(const std::vector<int8_t>& feat, size_t row) {
+  std::map<std::vector<int8_t>, std::vector<size_t>> by_row;
+  for (size_t i = 0; row > 0 && (i + 1) * row <= feat.size(); ++i) {
+    auto begin = feat.begin() + static_cast<std::ptrdiff_t>(i * row);
+    by_row[std::vector<int8_t>(begin, begin + static_cast<std::ptrdiff_t>(row))].push_back(i);
+  }
+  std::vector<std::vector<size_t>> out;
+  for (auto& [values, rows] : by_row) out.push_back(rows);
+  return out;
+}
+
+TEST_F(SynthTree, NoiseFreeRuntimesAreTheFilesWithoutTheirNoise) {
+  SynthOptions o;
+  o.scale = "tiny";
+  o.seed = 7;
+  o.threads = 2;
+  o.noise_free = true;
+  o.out_dir = make_temp_dir();
+  generate_tree(o);
+  // The release tree and its truth are the same as without the option.
+  for (const auto& f : all_files(root_))
+    EXPECT_EQ(read_bytes(o.out_dir + "/" + f), read_bytes(root_ + "/" + f)) << f;
+  int64_t files = 0, rows = 0, noisy = 0, groups = 0;
+  for (const auto& c : Collection::all()) {
+    for (const auto& split : kSplits) {
+      for (const auto& f : npz_files(dir(c, split))) {
+        const std::string stem = file_stem(f);
+        const std::string nf_path = noise_free_dir(o.out_dir, c, split) + "/" + stem + ".npz";
+        ASSERT_TRUE(fs::exists(nf_path)) << nf_path;
+        NpzReader nf(nf_path);
+        const auto exact = nf.read("config_runtime").to_int64();
+        // Measured runtimes: the file's, or for test files their truth file's.
+        const std::string measured_path = split == "test" ? truth_dir(root_, c) + "/" + stem + ".npz" : f;
+        const auto measured = NpzReader(measured_path).read("config_runtime").to_int64();
+        ASSERT_EQ(exact.size(), measured.size()) << nf_path;
+        for (size_t i = 0; i < exact.size(); ++i) {
+          ASSERT_GT(exact[i], 0) << nf_path;
+          // The noise is clipped to +-0.9%; the rounding adds at most 1 ns.
+          const double ratio = static_cast<double>(measured[i]) / static_cast<double>(exact[i]);
+          EXPECT_NEAR(ratio, 1.0, 0.009 + 1.0 / static_cast<double>(exact[i])) << nf_path << " row " << i;
+          noisy += measured[i] != exact[i];
+        }
+        rows += static_cast<int64_t>(exact.size());
+        std::vector<std::vector<size_t>> same;
+        if (c.kind == Kind::Tile) {
+          const TileGraph g = load_tile_graph(f);
+          const auto norm = nf.read("config_runtime_normalizers").to_int64();
+          const auto want = NpzReader(measured_path).read("config_runtime_normalizers").to_int64();
+          EXPECT_EQ(norm, want) << nf_path;
+          std::vector<int8_t> bytes(g.config_feat.size() * sizeof(float));
+          std::memcpy(bytes.data(), g.config_feat.data(), bytes.size());
+          same = same_rows(bytes, 24 * sizeof(float));
+        } else {
+          const LayoutGraph g = load_layout_graph(f);
+          same = same_rows(g.node_config_feat, static_cast<size_t>(g.num_config_nodes()) * kLayoutConfigDim);
+        }
+        // A re-measured config has one noise-free runtime.
+        for (const auto& group : same) {
+          for (size_t i : group) EXPECT_EQ(exact[i], exact[group[0]]) << nf_path << " row " << i;
+          groups += group.size() > 1;
+        }
+        ++files;
+      }
+    }
+  }
+  EXPECT_EQ(files, static_cast<int64_t>(all_files(o.out_dir + "/noise_free").size()));
+  EXPECT_GT(groups, 0);
+  // The measurements do carry noise: most differ from the noise-free runtime.
+  EXPECT_GT(noisy, rows / 2);
   fs::remove_all(o.out_dir);
 }
 
