@@ -8,13 +8,14 @@ Subcommands:
                 written as a release-style tree for tpuperf (train/<stem>.npz with runtimes,
                 an empty valid/, test/<stem>.npz with zeroed runtimes as in the release) and
                 the held-out runtimes under truth/ (as tpuperf-synth writes them); with
-                --noise-free, the held-out configs' noise-free runtimes under truth_noise_free/
+                --noise-free, the held-out configs' noise-free runtimes under noise_free/
   within        ridge and GBT trained on such a tree's train file, ranking its test file;
-                where the tree has truth_noise_free/, also the noise ceiling (the noise-free
+                where the tree has noise_free/, also the noise ceiling (the noise-free
                 order scored against the measured runtimes) and each model scored against
                 the noise-free runtimes
   across        ridge and GBT trained on the train split of a tree (hyper-parameters
-                chosen on valid), ranking its test graphs, scored against truth/
+                chosen on valid), ranking its test graphs, scored against truth/ (and with
+                --noise-free against the noise-free runtimes, with the noise ceiling)
   score         score a submission.csv against a truth tree with this file's metrics
   --self-test   the metric code against scipy.stats.kendalltau and hand-computed values
 
@@ -95,6 +96,12 @@ def tile_order(scores, keep_default):
         order.remove(0)
         order.insert(4, 0)
     return np.asarray(order)
+
+
+def order_score(scores, y, kind, keep_default):
+    """Score of the order that ranks by `scores` (lowest first) against runtimes y."""
+    return (tile_score(tile_order(scores, keep_default), y) if kind == "tile" else
+            layout_score(order_from_scores(scores), y))
 
 
 def self_test():
@@ -457,7 +464,7 @@ def cmd_make_within(a):
         if len(nf["config_runtime"]) != len(g["config_runtime"]):
             raise SystemExit(f"{a.noise_free}: {len(nf['config_runtime'])} runtimes, {a.src} has "
                              f"{len(g['config_runtime'])} configs")
-        d = os.path.join(a.out, "truth_noise_free", coll_dir(a.collection), "test")
+        d = os.path.join(a.out, "noise_free", coll_dir(a.collection), "test")
         os.makedirs(d, exist_ok=True)
         np.savez(os.path.join(d, stem + ".npz"), **{k: v[te] for k, v in nf.items()})
     info = dict(src=a.src, collection=a.collection, seed=a.seed, configs=int(len(targets(g, kind))),
@@ -510,14 +517,12 @@ def cmd_within(a):
     t = graph_target(ytr)
     out = dict(collection=a.collection, graph=stem, train=int(len(ytr)), test=int(len(yte)), models={})
     # Generated graphs: their held-out runtimes without the measurement noise as well.
-    nf_path = os.path.join(a.tree, "truth_noise_free", coll_dir(a.collection), "test", stem + ".npz")
+    nf_path = os.path.join(a.tree, "noise_free", coll_dir(a.collection), "test", stem + ".npz")
     yexact = targets(load(nf_path), kind) if os.path.exists(nf_path) else None
-    score_of = lambda order, y: tile_score(order, y) if kind == "tile" else layout_score(order, y)
     if yexact is not None:
         # The noise-free order scored against the measured runtimes: what a model that learned
         # the cost model exactly scores, so the measured order's ceiling (ties broken by index).
-        order = tile_order(yexact, keep_default=False) if kind == "tile" else order_from_scores(yexact)
-        out["noise_free"] = dict(ceiling=score_of(order, yte), models={})
+        out["noise_free"] = dict(ceiling=order_score(yexact, yte, kind, False), models={})
     # Features of the train part; only the columns that vary in it are kept (within one graph
     # most (node, slot) values never change).
     t0 = time.perf_counter()
@@ -551,10 +556,9 @@ def cmd_within(a):
         Xte = within_features(gte, kind, lg=lg)[0][:, var]
         pred = model.predict(design(Xte))
         pred_s = time.perf_counter() - t0
-        order = tile_order(pred, keep_default=False) if kind == "tile" else order_from_scores(pred)
-        score = score_of(order, yte)
+        score = order_score(pred, yte, kind, False)
         if yexact is not None:
-            out["noise_free"]["models"][name] = score_of(order, yexact)
+            out["noise_free"]["models"][name] = order_score(pred, yexact, kind, False)
         m = dict(score=score, train_s=train_s, predict_s=pred_s, predictions_per_s=len(yte) / max(pred_s, 1e-9))
         if name == "ridge":
             m["alpha"] = alpha
@@ -644,13 +648,21 @@ def read_split(raw, truth, collection, split, per_graph, rng, dedup):
     return out
 
 
-def split_score(model, graphs, kind, keep_default, cols=None):
+def split_score(model, graphs, kind, keep_default, cols=None, ys=None):
+    """Mean and per-graph scores of the model's orders; ys: runtimes to score against
+    instead of the graphs' own (the noise-free ones)."""
     s = []
-    for _, X, y, _ in graphs:
+    for i, (_, X, y, _) in enumerate(graphs):
         pred = model.predict(X if cols is None else X[:, cols])
-        s.append(tile_score(tile_order(pred, keep_default), y) if kind == "tile" else
-                 layout_score(order_from_scores(pred), y))
+        s.append(order_score(pred, y if ys is None else ys[i], kind, keep_default))
     return float(np.nanmean(s)), [round(v, 4) for v in s]
+
+
+def noise_free_targets(root, collection, graphs):
+    """The test graphs' noise-free runtimes (tpuperf-synth --noise-free), in graphs' order."""
+    kind = kind_of(collection)
+    return [targets(load(os.path.join(root, coll_dir(collection), "test", stem + ".npz")), kind)
+            for stem, _, _, _ in graphs]
 
 
 def cmd_across(a):
@@ -695,6 +707,13 @@ def cmd_across(a):
                      test_per_graph=per_graph, fit_s=fit_s, grid_s=grid_s,
                      train_s=feat_s + fit_s, predict_s=pred_s, predictions_per_s=n_test / max(pred_s, 1e-9),
                      test_configs=n_test)
+            if a.noise_free:
+                exact = noise_free_targets(a.noise_free, collection, test)
+                r["test_noise_free"], r["test_noise_free_per_graph"] = split_score(m, test, kind, True, ys=exact)
+                # The noise-free order against the measured runtimes: the measured scores' ceiling.
+                ceiling = [order_score(e, y, kind, True) for e, (_, _, y, _) in zip(exact, test)]
+                res["noise_ceiling"] = float(np.nanmean(ceiling))
+                res["noise_ceiling_per_graph"] = [round(v, 4) for v in ceiling]
             if kind == "tile":
                 r["test_without_keep_default"] = split_score(m, test, kind, keep_default=False)[0]
             if name == "gbt":
@@ -773,6 +792,8 @@ def main():
     q.add_argument("--tile-per-graph", type=int, default=0, help="tile train configs per graph (0: all)")
     q.add_argument("--budget", type=float, default=120)
     q.add_argument("--analysis", action="store_true")
+    q.add_argument("--noise-free", default="",
+                   help="root of the tree's noise-free runtimes (tpuperf-synth --noise-free: DIR/noise_free)")
     q.add_argument("--out", default="")
     q = sub.add_parser("score")
     q.add_argument("--submission", required=True)

@@ -217,6 +217,23 @@ def main():
             f"{c}: " + ", ".join(f"{x:.3f}" for x in b[c]['models']['gbt']['test_per_graph'])
             + " / " + ", ".join(f"{x:.3f}" for x in [d['per_graph'][c]['graphs'][k] for k in sorted(d['per_graph'][c]['graphs'])])
             for c in b if not c.startswith("tile")) + " (GBT / tpuperf, test files in name order).", ""]
+        nf = d.get("noise_free")
+        if nf and all("noise_ceiling" in b[c] for c in b):
+            L += ["Against the noise-free runtimes (the bench tree's `tpuperf-synth --noise-free` files): *ceiling* "
+                  "is the noise-free order scored against the measured test runtimes, as the table above scores "
+                  "every model (mean over the test graphs, per graph in brackets for layout); the other columns "
+                  "score each model's order against the noise-free runtimes instead of the measured ones.", "",
+                  "| collection | ceiling | tpuperf defaults | ridge | GBT | margin defaults vs best flat |",
+                  "|---|---|---|---|---|---|"]
+            for c in b:
+                if c not in nf:
+                    continue
+                r, g = b[c]["models"]["ridge"]["test_noise_free"], b[c]["models"]["gbt"]["test_noise_free"]
+                per = "" if c.startswith("tile") else " (" + ", ".join(f"{x:.3f}" for x in b[c]["noise_ceiling_per_graph"]) + ")"
+                tp = nf[c]["mean"]
+                L.append(f"| {c} | {f4(b[c]['noise_ceiling'])}{per} | {f4(tp)} | {f4(r)} | {f4(g)} | "
+                         f"**{sgn(tp - max(r, g))}** |")
+            L.append("")
         L += ["What the GBT uses (permutation importance on its train rows, drop in R² of the "
               "per-graph standardized log runtime) and what it loses without each feature group "
               "(refitted without the group, same setting; test and valid scores):", ""]

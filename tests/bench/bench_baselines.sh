@@ -159,12 +159,6 @@ YAML
   wall=$(since "$t0"); l1=$(load1)
   "$BIN/tpuperf-score" --submission "$dir/run/submission.csv" --truth "$tree/truth" --json > "$dir/score.json"
   $BL score --submission "$dir/run/submission.csv" --truth "$tree/truth" --out "$dir/score-baselines-py.json" > /dev/null
-  # Generated graphs within one graph: also against their noise-free runtimes.
-  rm -f "$dir/score-noise-free.json"
-  if [ -d "$tree/truth_noise_free" ]; then
-    $BL score --submission "$dir/run/submission.csv" --truth "$tree/truth_noise_free" \
-      --out "$dir/score-noise-free.json" > /dev/null
-  fi
   # Predictions per second: tpuperf-rank on the test files, one call per collection.
   : > "$dir/rank.txt"
   for c in $(echo "$colls" | tr -d '[]' | tr , ' '); do
@@ -192,9 +186,6 @@ for line in open(f"{d}/rank.txt"):
         with np.load(f) as z:
             n += len(z["config_runtime"])
     rank[c] = dict(seconds=float(secs), files=int(nfiles), configs=n, per_s=n / max(float(secs), 1e-9))
-noise_free = {}
-if os.path.exists(f"{d}/score-noise-free.json"):
-    noise_free = {c: v["mean"] for c, v in json.load(open(f"{d}/score-noise-free.json")).items()}
 valid = {}
 import re
 for line in open(f"{d}/train.log"):
@@ -202,7 +193,7 @@ for line in open(f"{d}/train.log"):
     if m:
         valid[m[1]] = float(m[2])
 out = dict(when=when, wall_s=float(wall), preprocess_s=float(pre_s), load=[float(l0), float(l1)], settings=sets,
-           score=score, per_graph=mine, steps_s=steps_s, rank=rank, valid=valid, noise_free=noise_free)
+           score=score, per_graph=mine, steps_s=steps_s, rank=rank, valid=valid)
 json.dump(out, open(f"{d}/tpuperf.json", "w"), indent=1)
 for c in score["collections"]:
     m = mine[c["collection"]]["mean"]
@@ -212,6 +203,17 @@ print(f"{os.path.basename(d)}: tpuperf-train {float(wall):.0f} s; " +
       ", ".join(f"{c['collection']} {c['score']:.4f}" for c in score["collections"]))
 PY
   echo "$request" > "$dir/request.txt"
+}
+
+# score_noise_free NAME TREE: a generated TREE's noise-free test runtimes (TREE/noise_free,
+# from tpuperf-synth --noise-free or make-within --noise-free) score the run's submission
+# into $WORK/NAME/score-noise-free.json (also for a run kept by --reuse-tpuperf).
+score_noise_free() {
+  local dir=$WORK/$1 tree=$2
+  rm -f "$dir/score-noise-free.json"
+  [ -d "$tree/noise_free" ] || return 0
+  $BL score --submission "$dir/run/submission.csv" --truth "$tree/noise_free" \
+    --out "$dir/score-noise-free.json" > /dev/null
 }
 
 # ------------------------------------------------------------------------------ within
@@ -278,6 +280,7 @@ PY
     echo "-- $tree $colls"
     run_tpuperf "within-$tree" "$WORK/within/$tree" "$colls" --set preprocess.folds=1 \
       --set output.tile_keep_default=false
+    score_noise_free "within-$tree" "$WORK/within/$tree"
     for c in $(echo "$colls" | tr -d '[]' | tr , ' '); do
       imp=()
       [[ $tree == gen-0 || $tree == real-0 ]] && imp=(--importances)
@@ -292,6 +295,8 @@ tasks = []
 for line in open(f"{work}/within/tasks.txt"):
     tree = line.split()[0]
     tp = json.load(open(f"{work}/within-{tree}/tpuperf.json"))
+    nf_path = f"{work}/within-{tree}/score-noise-free.json"
+    nf = {c: v["mean"] for c, v in json.load(open(nf_path)).items()} if os.path.exists(nf_path) else {}
     for f in sorted(glob.glob(f"{work}/within/{tree}/split-*.json")):
         s = json.load(open(f))
         c = s["collection"]
@@ -301,7 +306,7 @@ for line in open(f"{work}/within/tasks.txt"):
                                                            train_wall_s=tp["wall_s"], steps_s=tp["steps_s"].get(c),
                                                            rank=tp["rank"].get(c), settings=tp["settings"],
                                                            when=tp["when"],
-                                                           noise_free=tp.get("noise_free", {}).get(c)),
+                                                           noise_free=nf.get(c)),
                           baselines=b))
 json.dump(dict(when=when, machine=machine, load=[float(l0), float(l1)], seconds=float(secs), tasks=tasks),
           open(out, "w"), indent=1)
@@ -317,14 +322,16 @@ if [ "$DO_ACROSS" = 1 ]; then
   # configs/tpugraphs.yaml is the schema's defaults with the release's paths: the same
   # settings, here on the bench tree.
   run_tpuperf across-defaults "$RAW" "$ALL"
+  score_noise_free across-defaults "$RAW"
   if [ "$DO_BENCH_SETTINGS" = 1 ]; then
     run_tpuperf across-bench "$RAW" "$ALL" --set preprocess.folds=2 --set train.epochs=8 \
       --set train.steps_per_epoch=20 --set train.lr=0.003 --set train.tile_slate=64 \
       --set train.eval_max_configs=100 --set model.tile.hidden=32 --set model.tile.layers=2 \
       --set model.layout.hidden=32 --set model.layout.layers=2
+    score_noise_free across-bench "$RAW"
   fi
-  $NICE $BL across --raw "$RAW" --truth "$RAW/truth" --per-graph "$ACROSS_PER_GRAPH" --analysis \
-    --out "$WORK/across-baselines.json" > /dev/null
+  $NICE $BL across --raw "$RAW" --truth "$RAW/truth" --noise-free "$RAW/noise_free" --per-graph "$ACROSS_PER_GRAPH" \
+    --analysis --out "$WORK/across-baselines.json" > /dev/null
   $PY - "$WORK" "$RES/across.json" "$(stamp)" "$l0" "$(load1)" "$(since "$T0")" "$RAW" "$MACHINE" <<'PY'
 import json, os, sys
 work, out, when, l0, l1, secs, raw, machine = sys.argv[1:]
@@ -333,6 +340,9 @@ for name in ("across-defaults", "across-bench"):
     p = f"{work}/{name}/tpuperf.json"
     if os.path.exists(p):
         runs[name] = json.load(open(p))
+        nf = f"{work}/{name}/score-noise-free.json"
+        if os.path.exists(nf):
+            runs[name]["noise_free"] = json.load(open(nf))
 json.dump(dict(when=when, machine=machine, load=[float(l0), float(l1)], seconds=float(secs), tree=raw, tpuperf=runs,
                baselines=json.load(open(f"{work}/across-baselines.json"))), open(out, "w"), indent=1)
 PY
