@@ -80,8 +80,7 @@ int synth_main(int argc, char** argv) {
       .option("threads", "N", "worker threads (default: the machine's cores)")
       .flag("noise-free",
             "also write every file's runtimes without measurement noise under DIR/noise_free/ (same "
-            "tree, config_runtime row for row): what a model should learn, and the measured order's "
-            "ceiling; the npz tree is unchanged")
+            "tree, config_runtime row for row): what a model should learn; the npz tree is unchanged")
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(
           "examples:\n  tpuperf-synth --out /tmp/tpugraphs --scale tiny --seed 7\n"

@@ -9,7 +9,8 @@
 //   <out>/noise_free/<collection>/{train,valid,test}/<name>.npz (config_runtime; tile also
 //   config_runtime_normalizers), row for row the file's configs
 // so that a model's ranking can be scored against what it should have learned, and the
-// measured order against the noise-free one (the score no model can beat on average).
+// noise-free order against the measured runtimes (what a model that learned the cost model
+// exactly would score).
 // The output depends only on the seed, the scale and the fraction (not on the thread count
 // or the collections chosen): every file has its own random stream.
 #pragma once

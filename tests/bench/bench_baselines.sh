@@ -27,8 +27,8 @@
 #           metrics.csv has them), and output.tile_keep_default=false (config 0 of a held-out part is no default);
 #           scored with tpuperf-score against the held-out runtimes. Generated graphs are
 #           also scored against their noise-free runtimes (the bench tree's noise_free/):
-#           every model, and the noise-free order against the measured runtimes, the
-#           ceiling that measurement noise puts on the measured scores.
+#           every model, and the noise-free order against the measured runtimes (what a
+#           model that learned the cost model exactly would score).
 #   across  (task b) unseen graphs: the bench tree (tpuperf-synth --scale bench --seed 0),
 #           all five collections, test graphs scored against its truth. tpuperf: the
 #           project's defaults (configs/tpugraphs.yaml: 5 folds, 10 epochs, default models)
