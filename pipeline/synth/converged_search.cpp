@@ -46,7 +46,7 @@ std::vector<int> local_search_best(const LayoutProblem& p) {
 int64_t converged_measurement(double true_ns, const ConvergedParams& q, Rng& rng) {
   double slowdown = 0;
   if (!rng.chance(q.clean_share)) slowdown = std::min(0.009, q.sigma * std::fabs(rng.normal()));
-  return std::max<int64_t>(1, std::llround(true_ns * (1.0 + slowdown)));
+  return stored_runtime_ns(true_ns * (1.0 + slowdown));
 }
 
 namespace {
@@ -156,7 +156,7 @@ LayoutGraph make_converged_layout_graph(const std::string& name, const LayoutPro
   for (size_t r : order) {
     append_config_rows(p, rows[r], g.node_config_feat);
     g.config_runtime.push_back(converged_measurement(true_ns[r], q, rng));
-    if (noise_free) noise_free->push_back(std::max<int64_t>(1, std::llround(true_ns[r])));
+    if (noise_free) noise_free->push_back(stored_runtime_ns(true_ns[r]));
   }
   return g;
 }

@@ -736,8 +736,8 @@ void measure_choices(const LayoutProblem& p, const std::vector<std::vector<int>>
   for (const auto& c : choices) {
     append_config_rows(p, c, g.node_config_feat);
     const double exact = model.runtime_ns(c);
-    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(exact * (1.0 + measurement_noise(rng)))));
-    if (noise_free) noise_free->push_back(std::max<int64_t>(1, std::llround(exact)));
+    g.config_runtime.push_back(stored_runtime_ns(exact * (1.0 + measurement_noise(rng))));
+    if (noise_free) noise_free->push_back(stored_runtime_ns(exact));
   }
 }
 

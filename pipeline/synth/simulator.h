@@ -38,6 +38,8 @@
 // measurements of re-measured configs agree at Kendall tau ~0.5-0.75: near-ties are noise.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -55,6 +57,10 @@ struct TpuCore {
 };
 
 const TpuCore& tpu_core();
+
+// A runtime as the files store it: whole nanoseconds, at least 1. Measured and noise-free
+// runtimes are both rounded here, so an undisturbed run equals its noise-free runtime.
+inline int64_t stored_runtime_ns(double ns) { return std::max<int64_t>(1, std::llround(ns)); }
 
 // ---------------------------------------------------------------------------------------
 // Tile kernels

@@ -468,8 +468,8 @@ TileGraph measure_tilings(const std::string& name, const TileKernel& kernel,
     auto f = tile_config_features(p, c);
     g.config_feat.insert(g.config_feat.end(), f.begin(), f.end());
     const double exact = tile_runtime_ns(p, c);
-    g.config_runtime.push_back(std::max<int64_t>(1, std::llround(exact * (1.0 + measurement_noise(rng)))));
-    if (noise_free) noise_free->push_back(std::max<int64_t>(1, std::llround(exact)));
+    g.config_runtime.push_back(stored_runtime_ns(exact * (1.0 + measurement_noise(rng))));
+    if (noise_free) noise_free->push_back(stored_runtime_ns(exact));
     g.config_runtime_normalizers.push_back(normalizer);
   }
   return g;
