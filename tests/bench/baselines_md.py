@@ -156,7 +156,10 @@ def main():
         runs = a["tpuperf"]
         L += ["### " + ACROSS_TITLE, "",
               f"Run {a['when']} on {a.get('machine', 'an unrecorded machine')}, "
-              f"load {a['load'][0]:.2f} → {a['load'][1]:.2f}, {a['seconds'] / 60:.1f} min. "
+              f"load {a['load'][0]:.2f} → {a['load'][1]:.2f}, {a['seconds'] / 60:.1f} min "
+              "(tpuperf runs: " + ", ".join(sorted({r.get('when', '?') for r in runs.values()})) +
+              "; a run of an earlier bench is kept with --reuse-tpuperf, and the minutes count only "
+              "what this bench ran). "
               f"Data: `tpuperf-synth --out {a['tree']} --scale bench --seed 0`, all five collections; "
               "test graphs scored against its truth (30 tile, 2 per layout collection: few, so the "
               "valid split's 2 graphs per collection are shown too). tpuperf: `tpuperf-preprocess` and "
