@@ -111,10 +111,12 @@ std::vector<ConfigKey>& schema_table() {
        "unless train.min_steps_per_epoch_by_collection names the collection", 1,
        1e9},
       // The nlp collections' cv still rose from 20 to 40 steps (0.416 -> 0.446 nlp:default,
-      // 0.699 -> 0.705 nlp:random) where the xla ones level off at 20 (RESULTS.md, "Time to
-      // quality", 2026-11-26).
+      // 0.699 -> 0.705 nlp:random) where xla:random levels off at 20 (RESULTS.md, "Time to
+      // quality", 2026-11-26). With sage_shape_context xla:default's cv rose 0.534 -> 0.556
+      // from 20 to 40 (test and valid too), nlp:default's only 0.429 -> 0.430 from 40 to 80
+      // ("Baselines: analysis" (20)).
       {"train.min_steps_per_epoch_by_collection", T::StringList,
-       "[layout:nlp:random=40, layout:nlp:default=40]",
+       "[layout:nlp:random=40, layout:nlp:default=40, layout:xla:default=40]",
        "per-collection floors (collection=steps) that replace the kind's min_steps_per_epoch"},
       // One real layout graph of 64 train configs (the Baselines bench's 10 splits, 10
       // epochs) ranked its held-out configs at tau 0.329 / 0.392 / 0.373 / 0.346 with 6 / 12

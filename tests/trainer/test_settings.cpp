@@ -84,25 +84,26 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
 // folds have 6-7 graphs of 10^4-10^5 configs).
 TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   const TrainSettings s = settings_of({});  // 8 graphs a step, slates 16 / 32
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 1), 125);  // ceil(8 x 2000 / 128)
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 2000, 2), 20);        // two graphs: the floor alone
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, 60000, 7), 20);       // a bench-tree fold
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000, 1), 125);  // ceil(8 x 2000 / 128)
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000, 2), 20);        // two graphs: the floor alone
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 60000, 7), 20);       // a bench-tree fold
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 44);   // ceil(8 x 702 / 128) > its floor 40
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 500, 1), 40);   // 32 is below its own floor
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, 1), 6);      // the cap still applies
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 60);            // ceil(8 x 1602 / 256) = 51
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, 1), 20);
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 200, 2000, 1), 200);  // a pass over the graphs wins
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, 1), 20);
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 200, 2000, 1), 200);  // a pass over the graphs wins
   const TrainSettings off = settings_of({"train.single_graph_min_config_passes_per_epoch=0"});
-  EXPECT_EQ(off.steps_per_epoch("layout:xla:default", 1, 2000, 1), 20);
+  EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 2000, 1), 20);
   const TrainSettings above = settings_of({"train.single_graph_min_config_passes_per_epoch=20"});
-  EXPECT_EQ(above.steps_per_epoch("layout:xla:default", 1, 2000, 1), 188);  // the cap: ceil(12 x 2000 / 128)
+  EXPECT_EQ(above.steps_per_epoch("layout:xla:random", 1, 2000, 1), 188);  // the cap: ceil(12 x 2000 / 128)
   EXPECT_THROW(settings_of({"train.single_graph_min_config_passes_per_epoch=-1"}), Error);
 }
 
 TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
-  const TrainSettings s = settings_of({});  // the nlp collections' floor is 40 by default
+  const TrainSettings s = settings_of({});  // nlp:* and xla:default have a floor of 40 by default
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 40);
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, kManyGraphs), 40);
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 40);
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57, kNoConfigCount, kManyGraphs), 57);  // a longer pass still wins
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, kManyGraphs), 20);
