@@ -2,6 +2,7 @@
 """Writes the "## Baselines" section of tests/bench/RESULTS.md from the result files of
 bench_baselines.sh ($TPUPERF_BENCH_DIR/baselines-results/{within,across}.json).
 Usage: baselines_md.py RESULTS_DIR RESULTS_MD"""
+import datetime
 import json
 import os
 import statistics
@@ -38,6 +39,16 @@ def kept(results, title):
     return text.split("\n\n" + COMMANDS)[0] if text else None
 
 
+def kept_runs(part, whens, why):
+    """The header's clause on tpuperf runs that an earlier bench made (kept with
+    --reuse-tpuperf), empty when this part ran them all. A run's time is when it ended; the
+    part's start is its end less its seconds."""
+    stamp = "%Y-%m-%d %H:%M UTC"
+    start = datetime.datetime.strptime(part["when"], stamp) - datetime.timedelta(seconds=part["seconds"])
+    kept = sorted(w for w in set(whens) if w != "?" and datetime.datetime.strptime(w, stamp) < start)
+    return f" (tpuperf runs kept from an earlier bench with --reuse-tpuperf: {', '.join(kept)}; {why})" if kept else ""
+
+
 def rate(v):
     return "n/a" if v is None else f"{v:,.0f}"
 
@@ -62,9 +73,9 @@ def main():
         w = within
         L += ["### " + WITHIN_TITLE, "",
               f"Run {w['when']} on {w.get('machine', 'an unrecorded machine')}, "
-              f"load {w['load'][0]:.2f} → {w['load'][1]:.2f}, {w['seconds'] / 60:.1f} min "
-              "(tpuperf runs: " + ", ".join(sorted({t['tpuperf'].get('when', '?') for t in w['tasks']})) +
-              "; an earlier bench's runs are kept with --reuse-tpuperf, the splits being deterministic). "
+              f"load {w['load'][0]:.2f} → {w['load'][1]:.2f}, {w['seconds'] / 60:.1f} min"
+              + kept_runs(w, [t['tpuperf'].get('when', '?') for t in w['tasks']], "the splits are deterministic")
+              + ". "
               "A random 70/30 split of the graph's distinct configs (identical rows collapsed to the "
               "least runtime); both sides train on the 70% and rank the held-out 30% (generated "
               "graphs: at most 2,000 train and 1,000 held-out configs). tpuperf: the split written "
@@ -156,10 +167,9 @@ def main():
         runs = a["tpuperf"]
         L += ["### " + ACROSS_TITLE, "",
               f"Run {a['when']} on {a.get('machine', 'an unrecorded machine')}, "
-              f"load {a['load'][0]:.2f} → {a['load'][1]:.2f}, {a['seconds'] / 60:.1f} min "
-              "(tpuperf runs: " + ", ".join(sorted({r.get('when', '?') for r in runs.values()})) +
-              "; a run of an earlier bench is kept with --reuse-tpuperf, and the minutes count only "
-              "what this bench ran). "
+              f"load {a['load'][0]:.2f} → {a['load'][1]:.2f}, {a['seconds'] / 60:.1f} min"
+              + kept_runs(a, [r.get('when', '?') for r in runs.values()], "the minutes count only what this bench ran")
+              + ". "
               f"Data: `tpuperf-synth --out {a['tree']} --scale bench --seed 0`, all five collections; "
               "test graphs scored against its truth (30 tile, 2 per layout collection: few, so the "
               "valid split's 2 graphs per collection are shown too). tpuperf: `tpuperf-preprocess` and "
