@@ -85,8 +85,8 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
 TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   const TrainSettings s = settings_of({});  // 8 graphs a step, slates 16 / 32
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000, 1), 125);  // ceil(8 x 2000 / 128)
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000, 2), 20);        // two graphs: the floor alone
-  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 60000, 7), 20);       // a bench-tree fold
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 2000, 2), 20);   // two graphs: the floor alone
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 60000, 7), 20);  // a bench-tree fold
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 44);   // ceil(8 x 702 / 128) > its floor 40
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 500, 1), 40);   // 32 is below its own floor
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, 1), 6);      // the cap still applies
