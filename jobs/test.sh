@@ -8,6 +8,8 @@
 #     for TPUPERF_FUZZ_SECONDS (default 60) on a seed corpus from tpuperf-synth.
 # TPUPERF_SANITIZERS=1 runs these stages also with ctest arguments, =0 never. Every stage
 # runs even if an earlier one failed; the exit code is non-zero if any failed.
+# Everything it writes lands under the build directories (the faults suite's results in
+# build/faults/RESULTS.md); `bash jobs/update_docs.sh` copies those into tracked documents.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash jobs/setup.sh

@@ -1,4 +1,4 @@
-// Helpers of the GoogleTest binaries that run under mpirun (tests/mpi/).
+// Helpers of the GoogleTest binaries that run under mpirun (tests/**/test_*_mpi.cpp).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf {
 

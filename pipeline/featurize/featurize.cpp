@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/error.h"
-#include "common/files.h"
-#include "common/progress.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/base/progress.h"
 #include "pipeline/featurize/layout_records.h"
 #include "pipeline/featurize/release_npz.h"
 #include "pipeline/featurize/tile_records.h"

@@ -7,11 +7,11 @@
 #include <string>
 #include <thread>
 
-#include "common/cli.h"
-#include "common/error.h"
-#include "common/files.h"
-#include "common/log.h"
-#include "common/tool_main.h"
+#include "common/cli/cli.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/base/log.h"
+#include "common/cli/tool_main.h"
 #include "pipeline/featurize/featurize.h"
 
 namespace {

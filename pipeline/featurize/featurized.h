@@ -1,4 +1,4 @@
-// What featurizing one tuning record yields: release-format graphs (common/graph.h records,
+// What featurizing one tuning record yields: release-format graphs (common/graph/graph.h records,
 // checked by common's validate() like any file tpuperf reads) and the parts of the record
 // that were rejected, each with the record it belongs to and the reason.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 
 namespace tpuperf::featurize {
 

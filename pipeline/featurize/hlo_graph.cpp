@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "common/error.h"
-#include "common/graph.h"
+#include "common/base/error.h"
+#include "common/graph/graph.h"
 #include "pipeline/featurize/node_features.h"
 #include "pipeline/featurize/opcodes.h"
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "pipeline/featurize/extra_features.h"
 #include "pipeline/featurize/hlo_graph.h"
 #include "pipeline/featurize/tuning_records.pb.h"

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 #include "pipeline/featurize/row_writer.h"
 
 namespace tpuperf::featurize {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf::featurize {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/npz.h"
+#include "common/formats/npz_writer.h"
 #include "pipeline/featurize/extra_features.h"
 
 namespace tpuperf::featurize {

@@ -1,5 +1,5 @@
 // Writes featurized graphs as release .npz files through tpuperf's npz writer: the keys,
-// dtypes and shapes of the release (and of common/graph.h's save_*_graph), deflated like
+// dtypes and shapes of the release (and of common/graph/graph.h's save_*_graph), deflated like
 // numpy's savez_compressed, plus node_feat_extra when the graph carries it. A file appears
 // only when complete (NpzWriter writes "<path>.tmp" and renames it).
 #pragma once

@@ -3,10 +3,10 @@
 // one graph in detail (--graph) and its comparison with the source file (--compare).
 #include <cstdio>
 
-#include "common/cli.h"
-#include "common/error.h"
-#include "common/json.h"
-#include "common/tool_main.h"
+#include "common/cli/cli.h"
+#include "common/base/error.h"
+#include "common/formats/json.h"
+#include "common/cli/tool_main.h"
 #include "pipeline/inspect/npz_summary.h"
 #include "pipeline/inspect/shard_summary.h"
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <sstream>
 
-#include "common/error.h"
-#include "common/graph.h"
-#include "common/json.h"
-#include "common/npz.h"
+#include "common/base/error.h"
+#include "common/graph/graph.h"
+#include "common/formats/json.h"
+#include "common/formats/npz_reader.h"
 
 namespace tpuperf {
 

@@ -3,12 +3,12 @@
 #include <filesystem>
 #include <sstream>
 
-#include "common/collection.h"
-#include "common/config.h"
-#include "common/error.h"
-#include "common/json.h"
-#include "common/manifest.h"
-#include "common/shard_reader.h"
+#include "common/graph/collection.h"
+#include "common/config/config.h"
+#include "common/base/error.h"
+#include "common/formats/json.h"
+#include "common/shards/manifest.h"
+#include "common/shards/shard_reader.h"
 #include "pipeline/preprocess/convert.h"
 
 namespace tpuperf {

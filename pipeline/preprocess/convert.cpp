@@ -2,10 +2,10 @@
 
 #include <sys/stat.h>
 
-#include "common/collection.h"
-#include "common/error.h"
-#include "common/graph.h"
-#include "common/graph_prep.h"
+#include "common/graph/collection.h"
+#include "common/base/error.h"
+#include "common/graph/graph.h"
+#include "common/graph/graph_prep.h"
 #include "pipeline/preprocess/features.h"
 
 namespace tpuperf {

@@ -6,14 +6,14 @@
 
 #include <string>
 
-#include "common/npz.h"
-#include "common/processed_graph.h"
+#include "common/formats/npz_reader.h"
+#include "common/graph/processed_graph.h"
 #include "pipeline/preprocess/settings.h"
 
 namespace tpuperf {
 
 // Throws Error (file, key, reason) when the source is bad. fold is stored as given.
-// buffer: where members are inflated (NpzBuffer, common/npz.h); none: memory freed on return.
+// buffer: where members are inflated (NpzBuffer, common/formats/npz_reader.h); none: memory freed on return.
 ProcessedGraph convert_source(const std::string& path, const std::string& collection,
                               const std::string& split, int fold, const PreprocessSettings& s,
                               NpzBuffer* buffer = nullptr);

@@ -2,8 +2,8 @@
 // files, merge statistics and folds across ranks, then rank 0 writes the manifest.
 #pragma once
 
-#include "common/config.h"
-#include "common/mpi_env.h"
+#include "common/config/config.h"
+#include "common/mpi/mpi_env.h"
 
 namespace tpuperf {
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "common/error.h"
-#include "common/files.h"
-#include "common/hdf5.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/shards/hdf5.h"
 
 namespace tpuperf {
 

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "common/processed_graph.h"
+#include "common/graph/processed_graph.h"
 #include "pipeline/preprocess/features.h"
 
 namespace tpuperf {

@@ -5,9 +5,9 @@
 #include <limits>
 #include <string>
 
-#include "common/error.h"
-#include "common/log.h"
-#include "common/mpi_env.h"
+#include "common/base/error.h"
+#include "common/base/log.h"
+#include "common/mpi/mpi_env.h"
 
 namespace tpuperf {
 

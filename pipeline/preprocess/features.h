@@ -1,6 +1,6 @@
 // Fitting the node-feature transform: statistics over the train graphs (mergeable across
 // MPI ranks) and the FeatureTransform fitted on them. Applying it (and the re-padding that
-// precedes statistics and application) is common/feature_transform.h.
+// precedes statistics and application) is common/graph/feature_transform.h.
 //
 // Reproducibility: every sum is kept as an exact fixed-point number (see ExactSum), so
 // the statistics, and the fitted transform, are bit-identical whatever the order in
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/feature_transform.h"
-#include "common/graph.h"
+#include "common/graph/feature_transform.h"
+#include "common/graph/graph.h"
 
 namespace tpuperf {
 

@@ -4,9 +4,9 @@
 #include <map>
 #include <numeric>
 
-#include "common/error.h"
-#include "common/log.h"
-#include "common/random.h"
+#include "common/base/error.h"
+#include "common/base/log.h"
+#include "common/base/random.h"
 
 namespace tpuperf {
 

@@ -5,13 +5,13 @@
 #include <set>
 #include <sstream>
 
-#include "common/collection.h"
-#include "common/error.h"
-#include "common/fault.h"
-#include "common/files.h"
-#include "common/log.h"
-#include "common/progress.h"
-#include "common/tool_main.h"
+#include "common/graph/collection.h"
+#include "common/base/error.h"
+#include "common/base/fault.h"
+#include "common/base/files.h"
+#include "common/base/log.h"
+#include "common/base/progress.h"
+#include "common/cli/tool_main.h"
 #include "pipeline/preprocess/feature_file.h"
 
 namespace tpuperf {

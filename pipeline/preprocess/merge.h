@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/config.h"
-#include "common/manifest.h"
+#include "common/config/config.h"
+#include "common/shards/manifest.h"
 #include "pipeline/preprocess/features.h"
 #include "pipeline/preprocess/plan.h"
 #include "pipeline/preprocess/settings.h"

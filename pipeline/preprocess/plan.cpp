@@ -5,11 +5,11 @@
 #include <map>
 #include <sstream>
 
-#include "common/collection.h"
-#include "common/collectives.h"
-#include "common/error.h"
-#include "common/hash.h"
-#include "common/log.h"
+#include "common/graph/collection.h"
+#include "common/mpi/collectives.h"
+#include "common/base/error.h"
+#include "common/base/hash.h"
+#include "common/base/log.h"
 
 namespace tpuperf {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "common/config.h"
-#include "common/manifest.h"
+#include "common/config/config.h"
+#include "common/shards/manifest.h"
 #include "pipeline/preprocess/sources.h"
 
 namespace tpuperf {

@@ -1,8 +1,8 @@
 // tpuperf-preprocess: raw TpuGraphs npz tree -> validated, deduplicated, pruned, packed
 // HDF5 shards + manifest. Run with mpirun -np R; files are spread over ranks by size.
-#include "common/cli.h"
-#include "common/config.h"
-#include "common/mpi_env.h"
+#include "common/cli/cli.h"
+#include "common/config/config.h"
+#include "common/mpi/mpi_env.h"
 #include "pipeline/preprocess/driver.h"
 
 using namespace tpuperf;

@@ -1,7 +1,7 @@
 #include "pipeline/preprocess/settings.h"
 
-#include "common/error.h"
-#include "common/progress.h"
+#include "common/base/error.h"
+#include "common/base/progress.h"
 
 namespace tpuperf {
 

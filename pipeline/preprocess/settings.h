@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common/config.h"
-#include "common/config_dedup.h"
-#include "common/prune_rules.h"
+#include "common/config/config.h"
+#include "common/graph/config_dedup.h"
+#include "common/graph/prune_rules.h"
 #include "pipeline/preprocess/features.h"
 #include "pipeline/preprocess/folds.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "common/error.h"
-#include "common/graph.h"
+#include "common/base/error.h"
+#include "common/graph/graph.h"
 
 namespace tpuperf {
 

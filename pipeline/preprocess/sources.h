@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
+#include "common/graph/collection.h"
 
 namespace tpuperf {
 

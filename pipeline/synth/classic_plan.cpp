@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "common/error.h"
-#include "common/graph.h"
+#include "common/base/error.h"
+#include "common/graph/graph.h"
 
 namespace tpuperf::synth {
 

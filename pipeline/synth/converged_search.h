@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 #include "pipeline/synth/layout_gen.h"
 #include "pipeline/synth/rng.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf::synth {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 
 namespace tpuperf::synth {
 

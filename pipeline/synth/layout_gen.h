@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 #include "pipeline/synth/hlo.h"
 #include "pipeline/synth/models.h"
 #include "pipeline/synth/rng.h"

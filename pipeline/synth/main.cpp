@@ -5,11 +5,11 @@
 #include <string>
 #include <thread>
 
-#include "common/cli.h"
-#include "common/collection.h"
-#include "common/error.h"
-#include "common/log.h"
-#include "common/tool_main.h"
+#include "common/cli/cli.h"
+#include "common/graph/collection.h"
+#include "common/base/error.h"
+#include "common/base/log.h"
+#include "common/cli/tool_main.h"
 #include "pipeline/synth/synth.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf::synth {
 

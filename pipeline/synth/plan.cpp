@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 
 namespace tpuperf::synth {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
+#include "common/graph/collection.h"
 #include "pipeline/synth/models.h"
 #include "pipeline/synth/rng.h"
 

@@ -2,7 +2,7 @@
 // output and our own integer/real mappings, because the standard distributions are
 // implementation-defined: the same seed must give byte-identical trees with any standard
 // library. Independent streams (one per file) come from mixing the tree seed with labels
-// (mix_seed, common/random.h).
+// (mix_seed, common/base/random.h).
 #pragma once
 
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/random.h"
+#include "common/base/random.h"
 
 namespace tpuperf::synth {
 

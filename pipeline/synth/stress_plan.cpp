@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf::synth {
 

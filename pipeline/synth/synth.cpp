@@ -15,10 +15,10 @@
 #include <set>
 #include <thread>
 
-#include "common/error.h"
-#include "common/files.h"
-#include "common/graph.h"
-#include "common/npz.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/graph/graph.h"
+#include "common/formats/npz_writer.h"
 #include "pipeline/synth/converged_search.h"
 #include "pipeline/synth/layout_gen.h"
 #include "pipeline/synth/models.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
+#include "common/graph/collection.h"
 #include "pipeline/synth/classic_plan.h"
 
 namespace tpuperf::synth {

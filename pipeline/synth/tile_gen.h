@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/graph.h"
+#include "common/graph/graph.h"
 #include "pipeline/synth/hlo.h"
 #include "pipeline/synth/models.h"
 #include "pipeline/synth/rng.h"

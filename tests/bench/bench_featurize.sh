@@ -6,7 +6,7 @@
 # record of 15 kernels) are copied COPIES times each under distinct names, so that one
 # run featurizes enough bytes for a stable time; tpuperf-featurize then runs ROUNDS times
 # on the tile copies, the layout copies and all of them (with and without
-# --extra-features), and the numpy reference (tests/featurize/reference_featurize.py)
+# --extra-features), and the numpy reference (tests/pipeline/featurize/reference_featurize.py)
 # once on all of them. Each row is the median round (wall time), with CPU time and peak
 # RSS from GNU time.
 #
@@ -72,7 +72,7 @@ measure layout tpuperf-featurize "$WORK/in/layout" $F "$WORK"/in/layout/*.pb
 measure all tpuperf-featurize "$WORK/in/tile $WORK/in/layout" $F "$WORK"/in/tile/*.pb "$WORK"/in/layout/*.pb
 measure all-extra tpuperf-featurize "$WORK/in/tile $WORK/in/layout" $F --extra-features "$WORK"/in/tile/*.pb "$WORK"/in/layout/*.pb
 ROUNDS=1 measure reference "numpy reference" "$WORK/in/tile $WORK/in/layout" \
-  $PY "$SRC/tests/featurize/reference_featurize.py" --out "$WORK/out" "$WORK"/in/tile/*.pb "$WORK"/in/layout/*.pb
+  $PY "$SRC/tests/pipeline/featurize/reference_featurize.py" --out "$WORK/out" "$WORK"/in/tile/*.pb "$WORK"/in/layout/*.pb
 
 PYTHONPATH="$HERE" $PY - "$RUNS" "$RESULTS" "$COPIES" "$ROUNDS" "$START_LOAD" "$(load1)" <<'PY'
 from results_md import machine, replace_section

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full stress tree end to end: tests/integration/test_stress.sh (ctest runs it on the
+# The full stress tree end to end: tests/pipeline/synth/test_stress.sh (ctest runs it on the
 # stress-small scale) with STRESS_SCALE=stress, timed per step; writes the "Stress tree"
 # section of tests/bench/RESULTS.md. Not a test run by ctest (too long for CI).
 #
@@ -13,7 +13,7 @@ RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
 log=$(mktemp)
 l0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s)
 status=passed
-STRESS_SCALE=stress bash "$SRC/tests/integration/test_stress.sh" "$BIN" "$SRC" 2>&1 | tee "$log" || status=FAILED
+STRESS_SCALE=stress bash "$SRC/tests/pipeline/synth/test_stress.sh" "$BIN" "$SRC" 2>&1 | tee "$log" || status=FAILED
 wall=$(( $(date +%s) - t0 )); l1=$(cut -d' ' -f1 /proc/loadavg)
 python3 - "$log" "$RESULTS" "$HERE" "$status" "$wall" "$l0" "$l1" "$(date -u '+%Y-%m-%d %H:%M UTC')" <<'PY'
 import re, sys
@@ -35,7 +35,7 @@ done = [re.sub(r"^.*\] done:", "done:", l) for l in text.splitlines() if "] done
 lines = ["## Stress tree", "",
          f"Run {when} by `tests/bench/bench_stress.sh` (this section is written by the script).", "",
          f"Machine: {machine()}; load {l0} → {l1} (other jobs may share it).", "",
-         f"`STRESS_SCALE=stress tests/integration/test_stress.sh`: the full stress scale "
+         f"`STRESS_SCALE=stress tests/pipeline/synth/test_stress.sh`: the full stress scale "
          f"(`tpuperf-synth --scale stress`) through the same checks ctest runs on stress-small: "
          f"every promised shape present, preprocessing on 2 ranks rejecting exactly the program "
          f"without configurable nodes, inspect validating every file, 5 folds trained on 2 ranks, "

@@ -1,6 +1,6 @@
 // The inflate limit of preprocessing, for tests/bench/bench_preprocess.sh: how fast the
 // deflated members of an npz tree inflate, with zlib (the reference) and with libdeflate
-// (through common/inflate.h, as tpuperf's reader does), on THREADS threads:
+// (through common/formats/inflate.h, as tpuperf's reader does), on THREADS threads:
 //   inflate_limit ROOT THREADS REPEATS
 // prints one JSON object: members, compressed and inflated bytes, then per method
 // ("zlib", "libdeflate", and each with the CRC-32 the reader also computes) the seconds of
@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/error.h"
-#include "common/inflate.h"
-#include "common/npz.h"
+#include "common/base/error.h"
+#include "common/formats/inflate.h"
+#include "common/formats/npz_reader.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // prints one tab-separated line:
 //   file nodes configurable configs distinct folds load_ms read_ms rank_ms_median rank_ms_min file_ms peak_rss_mb
 // load_ms: constructing the Ranker (every fold's checkpoint); read_ms: reading the npz into
-// arrays (common/graph.h, what the caller's own arrays replace); rank_ms: Ranker::rank on
+// arrays (common/graph/graph.h, what the caller's own arrays replace); rank_ms: Ranker::rank on
 // those arrays after one warm-up call (median and minimum of REPEATS); file_ms:
 // Ranker::rank_file, reading included, as tpuperf-rank does per input. REPEATS 0 times
 // one cold call only (for inputs whose call takes minutes) and prints nan for file_ms.
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "common/graph.h"
-#include "common/progress.h"
+#include "common/graph/graph.h"
+#include "common/base/progress.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 """Reference trainer for the training benchmark: the model and loop of tpuperf-train
 (trainer/models.cpp, losses.cpp, graph_ops.cpp, batch.cpp, sampler.cpp and train_fold /
 train_step in fold_training.cpp) written in plain PyTorch (index_add_ / scatter_reduce, no
-PyG), fed from the same HDF5 shards (common/shard.h) with the manifest's feature transform.
+PyG), fed from the same HDF5 shards (common/shards/shard.h) with the manifest's feature transform.
 
 It reproduces tpuperf's run of one fold on one rank: the same train graphs in manifest
 order, the same slates (the splitmix64 sampler re-implemented), the same initial weights
@@ -67,9 +67,9 @@ TILE_CONFIG_DIM = 24
 LAYOUT_CONFIG_DIM = 18
 LAYOUT_LEVELS = 7
 
-# ----------------------------------------------------------------- seeds (common/random.h)
+# ----------------------------------------------------------------- seeds (common/base/random.h)
 def mix_seed(seed, what):
-    """common/random.h mix_seed with a string label: the torch seed of a fold's init and of
+    """common/base/random.h mix_seed with a string label: the torch seed of a fold's init and of
     each epoch (fold_training.cpp)."""
     h = 0xCBF29CE484222325
     for b in what.encode():
@@ -198,7 +198,7 @@ def step_batches(graphs, draw, overhead):
     return [[draw[i] for i in part] for part in batches_by_width(width, cost, overhead)]
 
 
-# ------------------------------------------------------------------ data (common/shard.h)
+# ------------------------------------------------------------------ data (common/shards/shard.h)
 class Graph:
     pass
 

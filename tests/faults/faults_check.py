@@ -25,6 +25,9 @@
   faults_check.py results RESULTS_MD SECTION BODY_FILE
       replaces (or appends) SECTION of RESULTS_MD with BODY_FILE, under a lock, so the
       suite's scripts can run in parallel.
+  faults_check.py publish BUILT_MD TRACKED_MD
+      copies every section of BUILT_MD (the suite's results under the build directory)
+      into TRACKED_MD (tests/faults/RESULTS.md); run by jobs/update_docs.sh.
 """
 import fcntl
 import hashlib
@@ -376,15 +379,15 @@ def cmd_flip(argv):
     return 0
 
 
-def cmd_results(argv):
-    path, section, body_file = argv
-    body = open(body_file).read().rstrip("\n")
+def replace_section(path, section, body):
+    """Replaces (or appends) SECTION of the markdown file PATH with BODY, under a lock."""
     begin, end = f"<!-- begin {section} -->", f"<!-- end {section} -->"
     lock = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         text = open(path).read() if os.path.exists(path) else (
-            "# Faults suite results\n\nWritten by the suite's scripts (`ctest -L faults`); each "
+            "# Faults suite results\n\nWritten by the suite's scripts (`ctest -L faults`) under "
+            "the build directory, and copied here by `bash jobs/update_docs.sh`; each "
             "section is replaced by the latest run of its script.\n")
         block = f"{begin}\n{body}\n{end}"
         if begin in text and end in text:
@@ -397,12 +400,30 @@ def cmd_results(argv):
         os.replace(tmp, path)
     finally:
         os.close(lock)
+
+
+def cmd_results(argv):
+    path, section, body_file = argv
+    replace_section(path, section, open(body_file).read().rstrip("\n"))
+    return 0
+
+
+def cmd_publish(argv):
+    """Copies every section of the suite's results under the build directory into the
+    tracked document (sections the run did not write stay as they were)."""
+    built, tracked = argv
+    text = open(built).read()
+    sections = re.findall(r"<!-- begin (.+?) -->\n(.*?)\n<!-- end \1 -->", text, re.S)
+    for section, body in sections:
+        replace_section(tracked, section, body)
+    print(f"faults: {len(sections)} sections copied from {built} into {tracked}")
     return 0
 
 
 def main(argv):
     cmds = {"same": cmd_same, "bad-inputs": cmd_bad_inputs, "bad-records": cmd_bad_records,
-            "metrics": cmd_metrics, "flip": cmd_flip, "results": cmd_results}
+            "metrics": cmd_metrics, "flip": cmd_flip, "results": cmd_results,
+            "publish": cmd_publish}
     if not argv or argv[0] not in cmds:
         print(__doc__)
         return 2

@@ -1,12 +1,15 @@
 # Shared by the faults suite's scripts (sourced). Each script is run by ctest as
-# `bash script BIN_DIR SRC_DIR` and writes its section of tests/faults/RESULTS.md.
+# `bash script BIN_DIR SRC_DIR` and writes its section of BIN_DIR/../faults/RESULTS.md
+# (the build directory: a test run changes no tracked file; jobs/update_docs.sh copies the
+# sections into tests/faults/RESULTS.md).
 set -euo pipefail
 BIN=$1
 SRC=$2
 PY=/usr/bin/python3
 GEN="$PY $SRC/tests/faults/make_bad_inputs.py"
 CHECK="$PY $SRC/tests/faults/faults_check.py"
-RESULTS=$SRC/tests/faults/RESULTS.md
+mkdir -p "$BIN/../faults"
+RESULTS=$(cd "$BIN/../faults" && pwd)/RESULTS.md
 source "$SRC/tests/tiny_train.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # One thread per rank: the suite shares 2 cores with whatever else runs.

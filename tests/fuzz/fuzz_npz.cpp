@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error.h"
-#include "common/graph.h"
-#include "common/npy.h"
-#include "common/npz.h"
+#include "common/base/error.h"
+#include "common/graph/graph.h"
+#include "common/formats/npy.h"
+#include "common/formats/npz_reader.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <tuple>
 
-#include "common/error.h"
-#include "common/metrics.h"
+#include "common/base/error.h"
+#include "common/metrics/metrics.h"
 
 namespace tpuperf {
 

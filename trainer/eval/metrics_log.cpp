@@ -10,8 +10,8 @@
 #include <map>
 #include <sstream>
 
-#include "common/error.h"
-#include "common/files.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
 
 namespace tpuperf {
 

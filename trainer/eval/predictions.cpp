@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf {
 

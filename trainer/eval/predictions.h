@@ -8,7 +8,7 @@
 
 namespace tpuperf {
 
-// Scores follow the project's convention (common/metrics.h): LOWER = predicted FASTER.
+// Scores follow the project's convention (common/metrics/metrics.h): LOWER = predicted FASTER.
 struct GraphScores {
   std::string collection;  // collection id, e.g. "tile:xla", "layout:nlp:random"
   std::string split;       // "valid" or "test" (or "train" for diagnostics)

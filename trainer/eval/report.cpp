@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "common/files.h"
-#include "common/progress.h"
+#include "common/base/files.h"
+#include "common/base/progress.h"
 #include "trainer/eval/charts.h"
 
 namespace tpuperf {

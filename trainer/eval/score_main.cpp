@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <string>
 
-#include "common/cli.h"
-#include "common/error.h"
-#include "common/json.h"
-#include "common/tool_main.h"
+#include "common/cli/cli.h"
+#include "common/base/error.h"
+#include "common/formats/json.h"
+#include "common/cli/tool_main.h"
 #include "trainer/eval/scoring.h"
 #include "trainer/eval/submission.h"
 

@@ -8,10 +8,10 @@
 #include <limits>
 #include <numeric>
 
-#include "common/error.h"
-#include "common/metrics.h"
-#include "common/npz.h"
-#include "common/random.h"
+#include "common/base/error.h"
+#include "common/metrics/metrics.h"
+#include "common/formats/npz_reader.h"
+#include "common/base/random.h"
 
 namespace tpuperf {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
+#include "common/graph/collection.h"
 #include "trainer/eval/submission.h"
 
 namespace tpuperf {

@@ -6,10 +6,10 @@
 #include <charconv>
 #include <set>
 
-#include "common/collection.h"
-#include "common/error.h"
-#include "common/files.h"
-#include "common/metrics.h"
+#include "common/graph/collection.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/metrics/metrics.h"
 
 namespace tpuperf {
 

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "common/random.h"
+#include "common/base/random.h"
 
 namespace tpuperf {
 

@@ -1,6 +1,6 @@
 // Fused kernels of the models' hot path, each a torch::autograd::Function with a
 // hand-written backward. They compute exactly what a composition of LibTorch ops computes
-// (up to float rounding; tests/trainer/test_fused_ops.cpp compares them), in fewer passes
+// (up to float rounding; tests/trainer/kernels/test_fused_ops.cpp compares them), in fewer passes
 // over memory:
 //
 //   sage_linear        linear(cat(x, mean of producers' x, mean of consumers' x)) per node:

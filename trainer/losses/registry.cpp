@@ -1,7 +1,7 @@
 #include "trainer/losses/registry.h"
 
-#include "common/config.h"
-#include "common/error.h"
+#include "common/config/config.h"
+#include "common/base/error.h"
 #include "trainer/losses/ranking_losses.h"
 
 namespace tpuperf {

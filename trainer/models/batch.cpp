@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "common/config_dims.h"
-#include "common/error.h"
+#include "trainer/models/config_dims.h"
+#include "common/base/error.h"
 #include "trainer/models/shape_features.h"
 
 namespace tpuperf {
@@ -206,7 +206,7 @@ Batch batch_to_dtype(const Batch& batch, torch::ScalarType dtype) {
 
 const torch::Tensor& require_config_shape(const Batch& batch, const std::string& model) {
   if (!batch.config_shape.defined())
-    throw Error("model '" + model + "' needs the graphs' config dims (common/config_dims.h), which this batch's "
+    throw Error("model '" + model + "' needs the graphs' config dims (trainer/models/config_dims.h), which this batch's "
                 "graphs do not carry: attach_config_dims must run on the untransformed features when they are loaded");
   return batch.config_shape;
 }

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
-#include "common/graph.h"
-#include "common/processed_graph.h"
+#include "common/graph/collection.h"
+#include "common/graph/graph.h"
+#include "common/graph/processed_graph.h"
 #include "trainer/models/graph_slate.h"
 #include "trainer/models/graph_ops.h"
 
@@ -42,7 +42,7 @@ struct Batch {
 
   // What each slot's config means for the graph's tensors (trainer/models/shape_features.h):
   // tile G x S x kTileShapeFeat, layout S x M x kLayoutShapeFeat, float32. Undefined when
-  // the graphs carry no config_dims (common/config_dims.h); models that need it say so.
+  // the graphs carry no config_dims (trainer/models/config_dims.h); models that need it say so.
   torch::Tensor config_shape;
 
   // tile

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "trainer/kernels/fused_ops.h"
 
 namespace tpuperf {

@@ -1,7 +1,7 @@
 // The building blocks the rankers share. Each block has one definition in plain LibTorch
 // ops (fused = false: the readable reference, runs wherever LibTorch runs) and a fused
 // path through the CPU kernels of trainer/kernels/ (fused = true, the default) that
-// computes the same up to float rounding (tests/trainer/test_fused_models.cpp). Both draw
+// computes the same up to float rounding (tests/trainer/models/test_fused_models.cpp). Both draw
 // dropout seeds the same way and use the same counter-based masks
 // (trainer/kernels/dropout_mask.h), so even training-mode outputs agree.
 //

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/error.h"
-#include "common/files.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
 #include "trainer/models/registry.h"
 
 namespace tpuperf {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/feature_transform.h"
+#include "common/graph/feature_transform.h"
 #include "trainer/models/model_spec.h"
 
 namespace tpuperf {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/processed_graph.h"
+#include "common/graph/processed_graph.h"
 
 namespace tpuperf {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/collection.h"
-#include "common/config.h"
+#include "common/graph/collection.h"
+#include "common/config/config.h"
 
 namespace tpuperf {
 

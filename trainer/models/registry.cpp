@@ -1,7 +1,7 @@
 #include "trainer/models/registry.h"
 
-#include "common/config.h"
-#include "common/error.h"
+#include "common/config/config.h"
+#include "common/base/error.h"
 
 namespace tpuperf {
 

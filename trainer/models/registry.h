@@ -1,6 +1,6 @@
 // The models tpuperf can train, by name. A model maps a Batch to a G x S tensor of scores,
 // one per (graph, config slot), where LOWER = predicted FASTER (the project-wide convention
-// of common/metrics.h).
+// of common/metrics/metrics.h).
 //
 // Adding a model is one new file in trainer/models/ that defines a RankingModel and its
 // factory, plus one line in registry.cpp's table. model.<kind>.arch picks it by name, the

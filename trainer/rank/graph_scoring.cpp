@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "trainer/eval/submission.h"
 #include "trainer/models/batch.h"
 

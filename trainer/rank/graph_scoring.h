@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
+#include "common/graph/collection.h"
 #include "trainer/eval/ensemble.h"
 #include "trainer/eval/predictions.h"
 #include "trainer/models/graph_slate.h"

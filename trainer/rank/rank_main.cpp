@@ -6,14 +6,14 @@
 #include <map>
 #include <optional>
 
-#include "common/cli.h"
-#include "common/collection.h"
-#include "common/error.h"
-#include "common/json.h"
-#include "common/log.h"
-#include "common/npz.h"
-#include "common/progress.h"
-#include "common/tool_main.h"
+#include "common/cli/cli.h"
+#include "common/graph/collection.h"
+#include "common/base/error.h"
+#include "common/formats/json.h"
+#include "common/base/log.h"
+#include "common/formats/npz_reader.h"
+#include "common/base/progress.h"
+#include "common/cli/tool_main.h"
 #include "tpuperf/ranker.h"
 
 using namespace tpuperf;

@@ -1,6 +1,6 @@
 // The ranker library (include/tpuperf/ranker.h) on tpuperf's own pieces: the run
 // directory (run_dir.h), the per-graph preparation preprocessing applies
-// (common/graph_prep.h), the feature transform, and the one prediction path
+// (common/graph/graph_prep.h), the feature transform, and the one prediction path
 // (graph_scoring.h).
 #include "tpuperf/ranker.h"
 
@@ -8,11 +8,11 @@
 
 #include <filesystem>
 
-#include "common/config_dims.h"
-#include "common/error.h"
-#include "common/feature_transform.h"
-#include "common/graph.h"
-#include "common/graph_prep.h"
+#include "trainer/models/config_dims.h"
+#include "common/base/error.h"
+#include "common/graph/feature_transform.h"
+#include "common/graph/graph.h"
+#include "common/graph/graph_prep.h"
 #include "trainer/models/allocator.h"
 #include "trainer/models/checkpoint.h"
 #include "trainer/models/thread_pools.h"

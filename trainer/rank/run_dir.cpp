@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "common/error.h"
-#include "common/files.h"
-#include "common/log.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/base/log.h"
 
 namespace tpuperf {
 

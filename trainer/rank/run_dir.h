@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
-#include "common/config.h"
-#include "common/prune_rules.h"
+#include "common/graph/collection.h"
+#include "common/config/config.h"
+#include "common/graph/prune_rules.h"
 #include "trainer/eval/ensemble.h"
 #include "trainer/models/model_spec.h"
 

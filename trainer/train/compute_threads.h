@@ -3,7 +3,7 @@
 
 #include <mpi.h>
 
-#include "common/config.h"
+#include "common/config/config.h"
 #include "trainer/models/thread_pools.h"
 
 namespace tpuperf {

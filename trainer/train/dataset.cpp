@@ -4,12 +4,12 @@
 #include <numeric>
 #include <set>
 
-#include "common/config_dims.h"
-#include "common/error.h"
-#include "common/feature_transform.h"
-#include "common/graph.h"
-#include "common/log.h"
-#include "common/shard_reader.h"
+#include "trainer/models/config_dims.h"
+#include "common/base/error.h"
+#include "common/graph/feature_transform.h"
+#include "common/graph/graph.h"
+#include "common/base/log.h"
+#include "common/shards/shard_reader.h"
 
 namespace tpuperf {
 

@@ -8,7 +8,7 @@
 //
 // Not thread-safe: HDF5 is built serial, so one thread at a time may call a GraphSet.
 //
-// This header stays free of LibTorch and of common/shard.h, so it can sit beside
+// This header stays free of LibTorch and of common/shards/shard.h, so it can sit beside
 // trainer/batch.h in one translation unit.
 #pragma once
 
@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
-#include "common/feature_transform.h"
-#include "common/manifest.h"
-#include "common/processed_graph.h"
+#include "common/graph/collection.h"
+#include "common/graph/feature_transform.h"
+#include "common/shards/manifest.h"
+#include "common/graph/processed_graph.h"
 #include "trainer/models/graph_slate.h"
 
 namespace tpuperf {

@@ -8,10 +8,10 @@
 #include <map>
 #include <sstream>
 
-#include "common/collectives.h"
-#include "common/error.h"
-#include "common/hash.h"
-#include "common/mpi_env.h"
+#include "common/mpi/collectives.h"
+#include "common/base/error.h"
+#include "common/base/hash.h"
+#include "common/mpi/mpi_env.h"
 
 namespace tpuperf {
 

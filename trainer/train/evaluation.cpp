@@ -5,7 +5,7 @@
 #include <limits>
 #include <map>
 
-#include "common/metrics.h"
+#include "common/metrics/metrics.h"
 #include "trainer/eval/submission.h"
 #include "trainer/rank/graph_scoring.h"
 #include "trainer/train/distributed.h"

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "common/error.h"
-#include "common/fault.h"
-#include "common/files.h"
-#include "common/log.h"
-#include "common/progress.h"
-#include "common/random.h"
+#include "common/base/error.h"
+#include "common/base/fault.h"
+#include "common/base/files.h"
+#include "common/base/log.h"
+#include "common/base/progress.h"
+#include "common/base/random.h"
 #include "trainer/eval/report.h"
 #include "trainer/models/registry.h"
 #include "trainer/models/checkpoint.h"

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <map>
 
-#include "common/error.h"
-#include "common/mpi_env.h"
+#include "common/base/error.h"
+#include "common/mpi/mpi_env.h"
 
 namespace tpuperf {
 

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "common/error.h"
-#include "common/files.h"
-#include "common/hash.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/base/hash.h"
 
 namespace tpuperf {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/config.h"
-#include "common/manifest.h"
+#include "common/config/config.h"
+#include "common/shards/manifest.h"
 
 namespace tpuperf {
 

@@ -6,14 +6,14 @@
 #include <map>
 #include <set>
 
-#include "common/collection.h"
-#include "common/collectives.h"
-#include "common/error.h"
-#include "common/files.h"
-#include "common/log.h"
-#include "common/manifest.h"
-#include "common/metrics.h"
-#include "common/tool_main.h"
+#include "common/graph/collection.h"
+#include "common/mpi/collectives.h"
+#include "common/base/error.h"
+#include "common/base/files.h"
+#include "common/base/log.h"
+#include "common/shards/manifest.h"
+#include "common/metrics/metrics.h"
+#include "common/cli/tool_main.h"
 #include "trainer/models/checkpoint.h"
 #include "trainer/train/compute_threads.h"
 #include "trainer/train/distributed.h"

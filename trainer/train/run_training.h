@@ -4,8 +4,8 @@
 // metrics.csv and report.md.
 #pragma once
 
-#include "common/config.h"
-#include "common/mpi_env.h"
+#include "common/config/config.h"
+#include "common/mpi/mpi_env.h"
 
 namespace tpuperf {
 

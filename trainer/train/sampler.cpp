@@ -5,9 +5,9 @@
 #include <numeric>
 #include <unordered_set>
 
-#include "common/error.h"
-#include "common/metrics.h"
-#include "common/random.h"
+#include "common/base/error.h"
+#include "common/metrics/metrics.h"
+#include "common/base/random.h"
 
 namespace tpuperf {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/collection.h"
+#include "common/graph/collection.h"
 
 namespace tpuperf {
 

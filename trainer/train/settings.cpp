@@ -3,9 +3,9 @@
 #include <cmath>
 #include <string>
 
-#include "common/error.h"
-#include "common/collection.h"
-#include "common/per_collection.h"
+#include "common/base/error.h"
+#include "common/graph/collection.h"
+#include "common/config/per_collection.h"
 #include "trainer/models/registry.h"
 
 namespace tpuperf {

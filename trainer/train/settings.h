@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "common/collection.h"
-#include "common/config.h"
+#include "common/graph/collection.h"
+#include "common/config/config.h"
 #include "trainer/losses/registry.h"
 #include "trainer/models/model_spec.h"
 
 namespace tpuperf {
 
-// The constructor reads every member from the config: the schema (common/config_schema.cpp)
+// The constructor reads every member from the config: the schema (common/config/config_schema.cpp)
 // holds the defaults, and the members are only zero-initialized here so that no second copy
 // of a default can drift from it.
 struct TrainSettings {

@@ -1,8 +1,8 @@
 // tpuperf-train: fold-parallel distributed training on preprocessed shards, then the
 // ensemble of the fold models -> submission.csv, metrics.csv, report.md.
-#include "common/cli.h"
-#include "common/config.h"
-#include "common/mpi_env.h"
+#include "common/cli/cli.h"
+#include "common/config/config.h"
+#include "common/mpi/mpi_env.h"
 #include "trainer/losses/registry.h"
 #include "trainer/models/registry.h"
 #include "trainer/models/allocator.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace tpuperf {
 

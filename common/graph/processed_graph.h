@@ -1,0 +1,60 @@
+// One graph after preprocessing: what the pipeline writes into HDF5 shards and what the
+// trainer reads back. Tile and layout graphs share this record; fields of the other kind
+// stay empty.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpuperf {
+
+// Fold of a graph: 0..k-1 for train graphs, or one of these.
+constexpr int kFoldValid = -1;
+constexpr int kFoldTest = -2;
+
+struct ProcessedGraph {
+  std::string collection;  // "tile:xla", "layout:nlp:random"
+  std::string split;       // "train", "valid", "test"
+  std::string name;        // source file stem
+  int fold = kFoldTest;
+
+  int64_t num_nodes = 0;
+  int num_node_feat = 0;             // columns kept after the feature transform
+  std::vector<float> node_feat;      // num_nodes x num_node_feat, transformed
+  std::vector<uint8_t> node_opcode;  // num_nodes
+  std::vector<int32_t> edge_index;   // num_edges x 2, [u, v]: u consumes v (re-indexed)
+  int64_t num_edges() const { return static_cast<int64_t>(edge_index.size() / 2); }
+
+  // Measured configurations after dedup (train/valid) or untouched (test).
+  std::vector<int64_t> config_runtime;  // num_configs, ns
+  int64_t num_configs() const { return static_cast<int64_t>(config_runtime.size()); }
+
+  // tile only
+  std::vector<float> config_feat;                   // num_configs x 24
+  std::vector<int64_t> config_runtime_normalizers;  // num_configs
+
+  // layout only
+  std::vector<int32_t> node_config_ids;  // nc, indices into the (pruned) nodes
+  // num_configs x nc: the 18 values (-1..5) of one node's layout packed base 7,
+  // value v at position j contributes (v + 1) * 7^j. Exact: 7^18 < 2^53.
+  std::vector<uint64_t> node_config_packed;
+  std::vector<int64_t> node_splits;  // re-indexed computation boundaries
+
+  // Raw tensor dims the configs are read against (tile: 12, layout: nc x 18; see
+  // trainer/models/config_dims.h). Not stored in the shards: attach_config_dims fills it from the
+  // untransformed node features when a graph is loaded; empty until then.
+  std::vector<int64_t> config_dims;
+  bool has_config_dims = false;  // set by attach_config_dims (nc = 0 leaves config_dims empty)
+
+  // Provenance: what preprocessing did to this graph.
+  int64_t configs_before = 0;  // configs in the source file
+  int64_t nodes_before = 0;
+  int64_t edges_before = 0;
+};
+
+// Base-7 packing of one node's 18 layout values (-1..5) and its exact inverse.
+uint64_t pack_layout_values(const int8_t* values18);
+void unpack_layout_values(uint64_t packed, int8_t* values18);
+
+}  // namespace tpuperf

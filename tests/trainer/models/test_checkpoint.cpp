@@ -1,0 +1,251 @@
+// Checkpoints: every registered model round-trips (parameters, optimizer state, progress,
+// the model's spec and the feature transform), a step after loading equals a step without
+// the save/load, writing is atomic, loading builds the recorded model whatever the config
+// says, a checkpoint written before specs were recorded still loads, and a damaged file is
+// a clear error naming it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/base/error.h"
+#include "tests/trainer/models/model_test_util.h"
+#include "trainer/models/checkpoint.h"
+
+using namespace tpuperf;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+FeatureTransform some_transform() {
+  FeatureTransform t;
+  t.kept_columns = {0, 5, 139};
+  t.log1p = {0, 1, 0};
+  t.mean = {0.25, -3.5, 1e9};
+  t.stddev = {1.0, 0.125, 7.0};
+  return t;
+}
+
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("tpuperf_ckpt_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+// Gives every parameter a gradient and takes one AdamW step, so the optimizer has state.
+void one_step(RankingModel& m, torch::optim::AdamW& opt, double seed) {
+  opt.zero_grad();
+  torch::Tensor loss = torch::zeros({}, torch::kFloat32);
+  for (auto& p : m.parameters()) loss = loss + (p * seed).sin().sum();
+  loss.backward();
+  opt.step();
+}
+
+bool same_params(torch::nn::Module& a, torch::nn::Module& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i)
+    if (!torch::equal(pa[i], pb[i])) return false;
+  return true;
+}
+
+class CheckpointTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  const ModelArch& arch() const {
+    for (const auto& a : model_archs())
+      if (a.name == GetParam()) return a;
+    throw std::logic_error("no arch " + GetParam());
+  }
+};
+
+}  // namespace
+
+TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
+  torch::set_num_threads(1);
+  ModelOptions opts;
+  opts.hidden = 16;
+  opts.layers = 2;
+  opts.attention_heads = 2;
+  opts.opcode_dim = 6;
+  torch::manual_seed(1);
+  ModelPtr a = model_of(arch(), 7, opts);
+  torch::optim::AdamW opt_a(a->parameters(), torch::optim::AdamWOptions(1e-2));
+  one_step(*a, opt_a, 0.3);
+
+  CheckpointMeta meta;
+  meta.epochs_done = 3;
+  meta.step = 42;
+  meta.best_score = 0.625;
+  meta.best_epoch = 2;
+  meta.model = spec_of(arch(), 7, opts);
+  std::string path = temp_path("roundtrip.pt");
+  save_checkpoint(path, *a, &opt_a, meta, some_transform());
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+    EXPECT_EQ(e.path().string().find(path + ".tmp"), std::string::npos) << "temporary file left";
+
+  torch::manual_seed(2);  // different initial weights
+  ModelPtr b = model_of(arch(), 7, opts);
+  torch::optim::AdamW opt_b(b->parameters(), torch::optim::AdamWOptions(1e-2));
+  EXPECT_FALSE(same_params(*a, *b));
+  FeatureTransform t;
+  CheckpointMeta got = load_checkpoint(path, *b, &opt_b, &t);
+  EXPECT_TRUE(same_params(*a, *b));
+  EXPECT_EQ(got.epochs_done, 3);
+  EXPECT_EQ(got.step, 42);
+  EXPECT_DOUBLE_EQ(got.best_score, 0.625);
+  EXPECT_EQ(got.best_epoch, 2);
+  EXPECT_EQ(got.model.num_node_feat, 7);
+  EXPECT_EQ(got.model.arch, arch().name);
+  EXPECT_EQ(got.model.kind, arch().kind);
+  EXPECT_EQ(got.model.options.hidden, 16);
+  EXPECT_EQ(got.model.options.layers, 2);
+  EXPECT_EQ(got.model.options.opcode_dim, 6);
+  EXPECT_EQ(got.model.options.attention_heads, 2);
+  EXPECT_DOUBLE_EQ(got.model.options.dropout, opts.dropout);
+  FeatureTransform want = some_transform();
+  EXPECT_EQ(t.kept_columns, want.kept_columns);
+  EXPECT_EQ(t.log1p, want.log1p);
+  EXPECT_EQ(t.mean, want.mean);
+  EXPECT_EQ(t.stddev, want.stddev);
+
+  // The optimizer state came along: the next step is bit-identical on both.
+  one_step(*a, opt_a, 0.7);
+  one_step(*b, opt_b, 0.7);
+  EXPECT_TRUE(same_params(*a, *b));
+
+  FeatureTransform peeked;
+  EXPECT_EQ(peek_checkpoint(path, &peeked).step, 42);
+  EXPECT_EQ(peeked.mean, want.mean);
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryModel, CheckpointTest,
+                         ::testing::Values("early_join", "late_join", "early_join_shape", "sage", "sage_config_pool",
+                                           "sage_shape", "sage_shape_context", "sage_node_cost"));
+
+// Prediction builds the model a checkpoint records, not the one the config names now
+// (another architecture and width here), and either path loads it.
+TEST(Checkpoint, LoadBuildsTheRecordedModel) {
+  ModelOptions opts = small_options();
+  const ModelArch& late = model_archs()[1];
+  ASSERT_EQ(late.name, "late_join");
+  ModelPtr a = model_of(late, 5, opts);
+  CheckpointMeta meta;
+  meta.model = spec_of(late, 5, opts);
+  const std::string path = temp_path("recorded.pt");
+  save_checkpoint(path, *a, nullptr, meta, some_transform());
+  ModelOptions other = small_options();
+  other.hidden = 8;
+  const ModelSpec configured = spec_of(default_arch(Kind::Tile), 99, other);
+  for (bool fused : {true, false}) {
+    ModelPtr b = load_trained_model(path, configured, fused, nullptr);
+    EXPECT_TRUE(same_params(*a, *b));
+    EXPECT_FALSE(b->is_training());
+  }
+  fs::remove(path);
+}
+
+// A checkpoint as tpuperf wrote it before model specs were recorded (model, optimizer-less,
+// meta and transform keys only) loads with the configured architecture and its own width.
+TEST(Checkpoint, CheckpointWithoutASpecLoadsWithTheConfiguredModel) {
+  const ModelOptions opts = small_options();
+  ModelPtr a = model_of(default_arch(Kind::Layout), 5, opts);
+  torch::serialize::OutputArchive ar, model_ar;
+  a->save(model_ar);
+  ar.write("model", model_ar);
+  ar.write("meta.epochs_done", torch::tensor({int64_t{4}}));
+  ar.write("meta.step", torch::tensor({int64_t{40}}));
+  ar.write("meta.best_score", torch::tensor({0.5}, torch::kFloat64));
+  ar.write("meta.best_epoch", torch::tensor({int64_t{3}}));
+  ar.write("meta.num_node_feat", torch::tensor({int64_t{5}}));
+  const FeatureTransform t = some_transform();
+  ar.write("transform.kept_columns", torch::tensor(std::vector<int64_t>{0, 5, 139}));
+  ar.write("transform.log1p", torch::tensor(std::vector<int64_t>{0, 1, 0}));
+  ar.write("transform.mean", torch::tensor(t.mean, torch::kFloat64));
+  ar.write("transform.stddev", torch::tensor(t.stddev, torch::kFloat64));
+  const std::string path = temp_path("old.pt");
+  ar.save_to(path);
+  CheckpointMeta meta;
+  FeatureTransform got;
+  ModelPtr b = load_trained_model(path, spec_of(default_arch(Kind::Layout), 0, opts), true, &got, &meta);
+  EXPECT_TRUE(same_params(*a, *b));
+  EXPECT_EQ(meta.model.arch, "");
+  EXPECT_EQ(meta.model.num_node_feat, 5);
+  EXPECT_EQ(meta.step, 40);
+  EXPECT_EQ(got.mean, t.mean);
+  fs::remove(path);
+}
+
+TEST(Checkpoint, DamagedFileNamesIt) {
+  std::string path = temp_path("damaged.pt");
+  std::ofstream(path) << "not a checkpoint";
+  ModelOptions opts;
+  opts.hidden = 8;
+  ModelPtr r = model_of(default_arch(Kind::Tile), 3, opts);
+  try {
+    load_checkpoint(path, *r, nullptr, nullptr);
+    FAIL() << "a damaged checkpoint loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path));
+    EXPECT_THAT(e.what(), HasSubstr("cannot load checkpoint"));
+  }
+  fs::remove(path);
+}
+
+TEST(Checkpoint, ModelOfAnotherShapeIsAnError) {
+  ModelOptions small, big;
+  small.hidden = 8;
+  big.hidden = 16;
+  ModelPtr a = model_of(default_arch(Kind::Layout), 5, small);
+  std::string path = temp_path("shape.pt");
+  save_checkpoint(path, *a, nullptr, CheckpointMeta{}, some_transform());
+  ModelPtr b = model_of(default_arch(Kind::Layout), 5, big);
+  EXPECT_THROW(load_checkpoint(path, *b, nullptr, nullptr), Error);
+  fs::remove(path);
+}
+
+// With weight averaging the model entry holds the average (what prediction loads) and the
+// training weights ride along for --resume; a checkpoint without them gives none back, and
+// training weights of another model are an error naming the file.
+TEST(Checkpoint, TrainingWeightsRoundTripBesideTheAverage) {
+  const ModelOptions opts = small_options();
+  torch::manual_seed(1);
+  ModelPtr averaged = model_of(default_arch(Kind::Layout), 5, opts);
+  torch::manual_seed(2);
+  ModelPtr training = model_of(default_arch(Kind::Layout), 5, opts);
+  std::vector<torch::Tensor> weights;
+  for (const auto& p : training->parameters()) weights.push_back(p.detach().clone());
+  CheckpointMeta meta;
+  meta.model = spec_of(default_arch(Kind::Layout), 5, opts);
+  const std::string path = temp_path("averaged.pt");
+  save_checkpoint(path, *averaged, nullptr, meta, some_transform(), &weights);
+
+  torch::manual_seed(3);
+  ModelPtr b = model_of(default_arch(Kind::Layout), 5, opts);
+  std::vector<torch::Tensor> got;
+  load_checkpoint(path, *b, nullptr, nullptr, &got);
+  EXPECT_TRUE(same_params(*averaged, *b));
+  ASSERT_EQ(got.size(), weights.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(torch::equal(got[i], weights[i])) << i;
+  ModelPtr predicted = load_trained_model(path, spec_of(default_arch(Kind::Layout), 5, opts), true, nullptr);
+  EXPECT_TRUE(same_params(*averaged, *predicted));
+
+  const std::string plain = temp_path("plain.pt");
+  save_checkpoint(plain, *averaged, nullptr, meta, some_transform());
+  got.assign(1, torch::zeros({1}));
+  load_checkpoint(plain, *b, nullptr, nullptr, &got);
+  EXPECT_TRUE(got.empty());
+
+  weights.pop_back();
+  save_checkpoint(path, *averaged, nullptr, meta, some_transform(), &weights);
+  try {
+    load_checkpoint(path, *b, nullptr, nullptr, &got);
+    FAIL() << "training weights of another model loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path));
+    EXPECT_THAT(e.what(), HasSubstr("training weights do not match"));
+  }
+  fs::remove(path);
+  fs::remove(plain);
+}
