@@ -29,7 +29,8 @@ ACROSS_TITLE = "(b) Across graphs: the bench tree's unseen test graphs"
 
 COMMANDS = ("Commands: `bash tests/bench/bench_baselines.sh [BIN_DIR] --bench-settings` (what each part "
             "runs is in its header; the trees, runs and logs stay in `$TPUPERF_BENCH_DIR/baselines-work`). "
-            "The analysis of these figures is the section below, written by hand.")
+            "What the figures mean and the experiments behind the defaults are the dated notes of "
+            "docs/experiments/, not written by the bench.")
 
 
 def kept(results, title):

@@ -1,14 +1,23 @@
 """tests/bench/RESULTS.md is one file of sections ("## Preprocessing", "## Training",
 "## Featurizing"), each written by its bench script: replace_section swaps in one
-section and leaves the others as they are; machine() is how each names the machine."""
+section and leaves the others, and the lines above the first section (HEADER), as they
+are; machine() is how each names the machine. Nothing in the file is written by hand: the
+analysis of its figures is the dated notes of docs/experiments/."""
 import os
 import re
+
+
+# The file's title and the line that points to the analysis; written when the file is created.
+HEADER = ("# Benchmarks\n\n"
+          "Every section below is written by its bench script in `tests/bench/` (the section says which); "
+          "nothing here is written by hand. What the figures mean, and the experiments behind the defaults, "
+          "are the dated notes in [docs/experiments/](../../docs/experiments/README.md).\n\n")
 
 
 def replace_section(results, title, section):
     """Replaces the section headed '## <title>' of the file (up to the next '## ' heading),
     or appends it; creates the file when missing."""
-    text = open(results).read() if os.path.exists(results) else "# Benchmarks\n\n"
+    text = open(results).read() if os.path.exists(results) else HEADER
     m = re.search(r"^## %s\n.*?(?=^## |\Z)" % re.escape(title), text, flags=re.S | re.M)
     text = text[:m.start()] + section + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + section
     with open(results, "w") as f:
