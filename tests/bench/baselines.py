@@ -523,8 +523,7 @@ def cmd_within(a):
         # The noise-free order scored against the measured runtimes: what a model that learned
         # the cost model exactly scores (ties broken by index). Not a bound: a held-out runtime is
         # the least of its config's re-measurements, lower the more often the config was
-        # measured, and how often is learnable from the config (RESULTS.md, "Baselines:
-        # analysis" (18)).
+        # measured, and how often is learnable from the config (docs/experiments E18).
         out["noise_free"] = dict(order=order_score(yexact, yte, kind, False), models={})
     # Features of the train part; only the columns that vary in it are kept (within one graph
     # most (node, slot) values never change).

@@ -536,8 +536,8 @@ def compact(settings):
     return "; ".join(l.strip() for l in settings.splitlines()
                      if l.startswith("  ") and not l.strip().startswith(skip))
 
-# What the anchor's figures mean (checked against the profiles of the run that wrote them;
-# see the issue #19 notes in tests/bench/RESULTS.md's history).
+# What the anchor's figures mean, as checked against the profiles of the run that wrote
+# them when the anchor was added (issue #19).
 ANCHOR_NOTES = [
     "Where the rest goes. Measured this way neither tool is near the core's peak, and the matmuls are "
     "not why: OpenBLAS runs even these thin shapes at 55-85 GFLOP/s (above), so at the peak rate the "

@@ -1,5 +1,5 @@
 // What a configuration means for the tensors it tiles or lays out, as model inputs: the
-// quantities the flat baselines rank by (tests/bench/RESULTS.md, "Baselines: analysis"),
+// quantities the flat baselines rank by (docs/experiments E0),
 // which a GNN joining the raw config additively cannot form on its own. They combine a
 // config with the raw dims of trainer/models/config_dims.h. TPU tensors are stored in (8 x 128)
 // tiles over their two minor dims, so a layout putting a dim of 3 minor pads it 42-fold,

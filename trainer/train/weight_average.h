@@ -1,7 +1,7 @@
 // An exponential moving average of a model's parameters (Polyak averaging). Training steps
 // the model's own weights; evaluation, the checkpoints' model and so every prediction use
-// the average, which smooths the last steps' noise out of the ranking (RESULTS.md,
-// "Baselines: analysis" (10)).
+// the average, which smooths the last steps' noise out of the ranking (docs/experiments
+// E10).
 #pragma once
 
 #include <torch/torch.h>
