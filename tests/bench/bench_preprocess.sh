@@ -162,7 +162,7 @@ import json, os, sys
 import numpy as np
 import yaml
 work, src, label = sys.argv[1:]
-sys.path.insert(0, os.path.join(src, "tests", "integration"))
+sys.path.insert(0, os.path.join(src, "tests", "pipeline", "preprocess"))
 from check_processed import Shards
 proc = os.path.join(work, "processed-" + label)
 man = yaml.safe_load(open(os.path.join(proc, "manifest.yaml")))

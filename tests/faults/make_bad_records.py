@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "featurize"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pipeline", "featurize"))
 import reference_featurize as ref  # noqa: E402
 from reencode_records import encode_field, varint  # noqa: E402
 

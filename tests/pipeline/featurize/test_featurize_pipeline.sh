@@ -26,7 +26,7 @@ step "split the tile record by kernel: train 9, valid 3, test 3"
 # score means something. A TuningData is its kernels' fields 1 one after another.
 SRC=$SRC $PY - "$REAL/op_tuning_data.pb" "$work" <<'PY'
 import os, sys
-sys.path.insert(0, os.path.join(os.environ["SRC"], "tests", "featurize"))
+sys.path.insert(0, os.path.join(os.environ["SRC"], "tests", "pipeline", "featurize"))
 import reference_featurize as ref
 from reencode_records import encode_field
 src, work = sys.argv[1], sys.argv[2]
