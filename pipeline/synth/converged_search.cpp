@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "pipeline/synth/layout_sampling.h"
+
 namespace tpuperf::synth {
 
 ConvergedParams draw_converged_params(Rng& rng) {

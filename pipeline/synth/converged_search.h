@@ -16,7 +16,7 @@
 //    the incumbent run out). 60-70% of them depart on overridden groups only and compile
 //    to the incumbent's program; the others change at least one bound group;
 //  - 3-8% of the distinct configs are the tuner's random restarts: drawn as the random
-//    search draws (layout_gen.h sample_choice), far from the incumbent, and compiled as
+//    search draws (layout_sampling.h sample_choice), far from the incumbent, and compiled as
 //    requested (every group bound): the slow tail;
 //  - a TPU runs a program deterministically: an undisturbed measurement (40-60%) repeats
 //    exactly, a disturbed one (host, DMA contention) is slower by sigma * |N(0,1)|,

@@ -1,6 +1,8 @@
 // Layout collections: a whole program (a convolution network for "xla", a transformer for
 // "nlp"), its configurable nodes (convolution, dot, reshape) grouped by signature, and
-// sampled layout configurations with simulated runtimes.
+// sampled layout configurations with simulated runtimes. The programs come from
+// program_families.h, their links and base cost from layout_links.h, the search's options
+// and configurations from layout_sampling.h (included: callers make the options).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "common/graph/graph.h"
 #include "pipeline/synth/hlo.h"
+#include "pipeline/synth/layout_sampling.h"
 #include "pipeline/synth/models.h"
 #include "pipeline/synth/rng.h"
 #include "pipeline/synth/simulator.h"
@@ -32,11 +35,6 @@ LayoutProgram build_layout_program(const ModelSpec& model, int64_t target_nodes,
                                    int64_t max_config_nodes, Rng& rng,
                                    const ProgramShape& shape = {});
 
-// The layout choices each node group can take under a search ("random": arbitrary
-// permutations; "default": small departures from the compiler's choice). Option 0 is
-// the compiler default.
-void make_layout_options(LayoutProblem& problem, const std::string& search, Rng& rng);
-
 // One file: the program, num_configs configurations sampled the search's way (random:
 // every group picks freely; default: a few groups depart from the default), the default
 // configuration repeated several times, some configs re-measured, runtimes from the cost
@@ -51,10 +49,6 @@ LayoutGraph make_layout_graph(const std::string& name, const LayoutProgram& prog
 LayoutGraph make_remeasured_layout_graph(const std::string& name, const LayoutProgram& program,
                                          const std::string& search, int64_t copies, Rng& rng,
                                          std::vector<int64_t>* noise_free = nullptr);
-
-// One configuration the search's way: random, every group picks freely (keeping the
-// default with a per-config probability); default, a few groups depart from the default.
-std::vector<int> sample_choice(const LayoutProblem& p, const std::string& search, Rng& rng);
 
 // The file without configs: the program's arrays, node_splits and node_config_ids.
 LayoutGraph start_layout_graph(const std::string& name, const LayoutProgram& program);
