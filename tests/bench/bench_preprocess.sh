@@ -7,7 +7,8 @@
 #   (b) tpuperf-preprocess on all five collections with 1 and 2 ranks, default settings,
 #       and 1 rank on the collection of the largest file (peak RSS against file count);
 #   (c) side by side on the whole tree: tpuperf-preprocess on 2 ranks, the numpy reference
-#       (reference_preprocess.py: the same steps, np.unique dedup, 2 processes), and
+#       (reference_preprocess.py: the same steps, 2 processes; its expert peer by default:
+#       void-view np.unique dedup and float64 packing, see its --peer), and
 #       tpuperf on 2 ranks again, so that the reference's run lies between two of
 #       tpuperf's; then both outputs compared graph by graph, array by array;
 #   (d) the inflate limit: every deflated member of the tree inflated on 2 threads with
@@ -19,7 +20,8 @@
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw): the generated tree (kept);
 #   TPUPERF_BENCH_WORK (default $TPUPERF_BENCH_DIR/work): scratch (replaced);
-#   RESULTS (default <repo>/tests/bench/RESULTS.md).
+#   RESULTS (default <repo>/tests/bench/RESULTS.md); REF_PEER (default expert; original:
+#   the reference's first version, np.unique(axis=0), to reproduce figures taken against it).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -144,7 +146,8 @@ run_tpuperf full-2ranks 2 "$RAW" "$ALL"
 $PY -c "import json,sys; print('\n'.join(f['rel'] for f in json.load(open(sys.argv[1]))['files']))" \
     "$WORK/files.json" > "$WORK/reference-files.txt"
 REF_CMD=("$PY" "$HERE/reference_preprocess.py" --input-root "$RAW" --out "$WORK/reference-out"
-         --file-list "$WORK/reference-files.txt" --processes 2 --report "$WORK/reference.json")
+         --file-list "$WORK/reference-files.txt" --processes 2 --report "$WORK/reference.json"
+         --peer "${REF_PEER:-expert}")
 echo "== reference: ${REF_CMD[*]}"
 l0=$(load1); t0=$(now)
 /usr/bin/time -f "%U %S" -o "$WORK/cpu-reference.txt" "${REF_CMD[@]}" > "$WORK/reference.log" 2>&1 ||
@@ -223,7 +226,10 @@ inf = json.load(open(os.path.join(work, "inflate.json")))
 largest = info["largest"]
 MiB = 1024 * 1024
 
-ref_row = dict(label="reference", tool="numpy reference (np.unique dedup)", ranks=2, files=len(ref["done"]),
+PEER_DEDUP = {"expert": "np.unique over each row as one np.void value, float64 packing",
+              "original": "np.unique(axis=0) over the rows' bytes, integer packing"}
+peer = ref.get("peer", "original")
+ref_row = dict(label="reference", tool=f"numpy reference, {peer} peer", ranks=2, files=len(ref["done"]),
                bytes=ref["bytes"], seconds=ref_wall["seconds"], cpu_seconds=ref_cpu,
                graphs=len(ref["done"]) - len(ref["rejected"]), rss_mb=ref["peak_rss_mb"],
                load_start=ref_wall["load_start"], load_end=ref_wall["load_end"])
@@ -290,8 +296,8 @@ lines += ["",
           f"compared its output with tpuperf's shards of run `full-2ranks` array for array: "
           f"{agree['compared']} graphs, {len(agree['missing'])} missing, {len(agree['differ'])} arrays differ"
           + (": " + ", ".join(agree["differ"][:5]) if agree["differ"] else "")
-          + ") with numpy: validation, dedup by `np.unique(axis=0)` over the config rows as bytes "
-          "(a sort, not the pairwise comparison of the published solutions), pruning, packing, and "
+          + f") with numpy: validation, dedup by a sort of the config rows as bytes ({PEER_DEDUP[peer]}; "
+          "a sort, not the pairwise comparison of the published solutions), pruning, packing, and "
           "`np.savez_compressed` where tpuperf writes HDF5. The largest-collection run holds the "
           "largest file but fewer files: its peak RSS next to the all-files run shows whether "
           "memory grows with the number of files.",

@@ -8,13 +8,18 @@ only, test keeps its indices), for layout files 1-hop pruning around the configu
 nodes with re-indexing of edges, node_config_ids and node_splits, base-7 packing of
 node_config_feat, then np.savez_compressed of the result.
 
-The dedup is np.unique(axis=0) over the config rows seen as bytes (as tpuperf compares
-them bitwise): a sort, O(c log c) per file, not the pairwise O(c^2) of the published
-solutions, so the reference is as fast as plain numpy makes this method.
+The dedup sorts the config rows seen as bytes (as tpuperf compares them bitwise): O(c log c)
+per file, not the pairwise O(c^2) of the published solutions. As a numpy expert writes it
+(--peer expert, the default), each row is one opaque np.void value, so np.unique sorts one
+1-D array with memcmp; and the base-7 packing is a float64 matrix-vector product (BLAS;
+exact, since every packed value is below 7^18 < 2^53). --peer original keeps this script's
+first version, np.unique(axis=0) (numpy sorts a 2-D array field by field, ~50x slower) and
+an integer product (no BLAS for integers), so that figures taken against it can be
+reproduced. Both write the same outputs.
 
 Usage:
   reference_preprocess.py --input-root RAW --out DIR [--files REL ...] [--file-list F]
-                          [--processes N] [--report JSON]
+                          [--processes N] [--report JSON] [--peer expert|original]
 Files are relative to RAW (e.g. tile/xla/train/x.npz); the processes take them largest
 first, each the next file when it is free. The report gives per file its seconds and
 CPU seconds, and per process its peak RSS.
@@ -95,11 +100,27 @@ def check_layout(z):
     return as_int
 
 
-def dedup_unique(rows, runtime):
-    """Identical rows (bytewise) collapse; returns (kept source indices in order, min runtimes)."""
+def row_groups_void(rows):
+    """np.unique over each row as one opaque value: (first index, group of each row)."""
+    flat = np.ascontiguousarray(rows).reshape(rows.shape[0], -1)
+    as_void = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
+    _, first, group = np.unique(as_void, return_index=True, return_inverse=True)
+    return first, group.reshape(-1)
+
+
+def row_groups_axis0(rows):
+    """The original peer: np.unique(axis=0) over the rows' bytes (sorted field by field)."""
     as_bytes = np.ascontiguousarray(rows).reshape(rows.shape[0], -1).view(np.uint8)
     _, first, group = np.unique(as_bytes, axis=0, return_index=True, return_inverse=True)
-    group = group.reshape(-1)
+    return first, group.reshape(-1)
+
+
+PEER = {"expert": {}, "original": {}}  # filled below, once the functions exist
+
+
+def dedup_unique(rows, runtime, peer="expert"):
+    """Identical rows (bytewise) collapse; returns (kept source indices in order, min runtimes)."""
+    first, group = PEER[peer]["groups"](rows)
     # Per group the minimum runtime: sort by (group, runtime), take each group's first.
     order = np.lexsort((runtime, group))
     starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
@@ -138,14 +159,26 @@ def prune(z, hops):
     return out
 
 
-def pack_base7(ncf_int8):
-    """c x nc x 18 in -1..5 -> c x nc uint64, value v at position j worth (v + 1) * 7^j."""
+def pack_base7_float64(ncf_int8):
+    """c x nc x 18 in -1..5 -> c x nc uint64, value v at position j worth (v + 1) * 7^j: a
+    float64 product, exact because the largest packed value, 7^18 - 1, is below 2^53."""
+    weights = 7.0 ** np.arange(LAYOUT_CONFIG_DIM, dtype=np.float64)
+    digits = ncf_int8.astype(np.float64) + 1.0
+    return (digits @ weights).astype(np.uint64)
+
+
+def pack_base7_uint64(ncf_int8):
+    """The original peer: the same packing as an integer product (numpy has no BLAS for it)."""
     weights = (7 ** np.arange(LAYOUT_CONFIG_DIM, dtype=np.uint64)).astype(np.uint64)
     digits = (ncf_int8.astype(np.int16) + 1).astype(np.uint64)
     return (digits * weights).sum(axis=2, dtype=np.uint64)
 
 
-def process_tile(z, split):
+PEER["expert"].update(groups=row_groups_void, pack=pack_base7_float64)
+PEER["original"].update(groups=row_groups_axis0, pack=pack_base7_uint64)
+
+
+def process_tile(z, split, peer):
     check_tile(z)
     feat = z["node_feat"].astype(np.float32)
     repad_minor_to_major(feat)
@@ -153,7 +186,7 @@ def process_tile(z, split):
     cf = z["config_feat"].astype(np.float32)
     norm = z["config_runtime_normalizers"]
     if split != "test":
-        kept, rt = dedup_unique(cf, rt)
+        kept, rt = dedup_unique(cf, rt, peer)
         cf, norm = cf[kept], norm[kept]
     return {"node_feat": feat, "node_opcode": z["node_opcode"].astype(np.uint8),
             "edge_index": z["edge_index"].astype(np.int32), "config_feat": cf,
@@ -161,28 +194,28 @@ def process_tile(z, split):
             "config_runtime_normalizers": norm.astype(np.int64)}
 
 
-def process_layout(z, split, hops):
+def process_layout(z, split, hops, peer):
     ncf = check_layout(z)
     rt = z["config_runtime"].astype(np.int64)
     if split != "test":
-        kept, rt = dedup_unique(ncf.reshape(ncf.shape[0], -1), rt)
+        kept, rt = dedup_unique(ncf.reshape(ncf.shape[0], -1), rt, peer)
         ncf = ncf[kept]
     out = prune(z, hops)
     repad_minor_to_major(out["node_feat"])
     out["config_runtime"] = rt
-    out["node_config_packed"] = pack_base7(ncf)
+    out["node_config_packed"] = PEER[peer]["pack"](ncf)
     return out
 
 
-def process_file(root, rel, out_dir, hops):
+def process_file(root, rel, out_dir, hops, peer):
     parts = rel.split("/")
     split = parts[-2]
     with np.load(os.path.join(root, rel)) as npz:
         z = {k: npz[k] for k in npz.files}
     if parts[0] == "tile":
-        out = process_tile(z, split)
+        out = process_tile(z, split, peer)
     else:
-        out = process_layout(z, split, hops)
+        out = process_layout(z, split, hops, peer)
     dest = os.path.join(out_dir, rel)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     np.savez_compressed(dest, **out)
@@ -191,11 +224,11 @@ def process_file(root, rel, out_dir, hops):
 
 def run_one(job):
     """One file in a worker process: its record, with the worker's pid and peak RSS so far."""
-    root, rel, out_dir, hops = job
+    root, rel, out_dir, hops, peer = job
     t0, c0 = time.monotonic(), time.process_time()
     rec = {"file": rel, "bytes": os.path.getsize(os.path.join(root, rel))}
     try:
-        rec["configs_after"] = int(process_file(root, rel, out_dir, hops))
+        rec["configs_after"] = int(process_file(root, rel, out_dir, hops, peer))
     except BadFile as e:
         rec["rejected"] = str(e)
     rec.update(seconds=time.monotonic() - t0, cpu_seconds=time.process_time() - c0, pid=os.getpid(),
@@ -222,10 +255,13 @@ def main():
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--prune-hops", type=int, default=1)
     ap.add_argument("--report", help="write a JSON report here")
+    ap.add_argument("--peer", choices=sorted(PEER), default="expert",
+                    help="expert: void-view dedup and float64 packing (default); original: "
+                         "np.unique(axis=0) and the integer product of the first version")
     args = ap.parse_args()
     files = read_files(args)
     files.sort(key=lambda rel: -os.path.getsize(os.path.join(args.input_root, rel)))
-    jobs = [(args.input_root, rel, args.out, args.prune_hops) for rel in files]
+    jobs = [(args.input_root, rel, args.out, args.prune_hops, args.peer) for rel in files]
     start = time.monotonic()
     done = []
     with multiprocessing.Pool(args.processes) as pool:
@@ -237,7 +273,7 @@ def main():
     rss = {}
     for d in done:
         rss[d["pid"]] = max(rss.get(d["pid"], 0), d["peak_rss_mb"])
-    report = {"files_given": len(files), "processes": args.processes, "done": done,
+    report = {"files_given": len(files), "processes": args.processes, "peer": args.peer, "done": done,
               "rejected": [{"file": d["file"], "reason": d["rejected"]} for d in done if "rejected" in d],
               "seconds": seconds, "cpu_seconds": sum(d["cpu_seconds"] for d in done),
               "bytes": sum(d["bytes"] for d in done),
