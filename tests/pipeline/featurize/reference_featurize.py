@@ -7,12 +7,18 @@ hlo_encoder.cc, hlo_opcode.h, tuning_data_iterator.cc}, tpu_graphs/proto/tuning.
 and XLA's hlo.proto / xla_data.proto).  It is a test-fixture generator: tests compare
 the C++ featurizer against this script array by array, so it must never call a
 tpuperf binary and it depends on numpy only.  The protobuf wire format is decoded
-here by hand (no protobuf library).
+here by hand (no protobuf library): that decoder is the correctness reference.
+
+--decoder protobuf parses the records with the protobuf library instead (Debian's
+python3-protobuf), with tpuperf's schema (pipeline/featurize/tuning_records.proto)
+compiled by protoc into a temporary directory at start-up (or read from --pb2-dir): how a
+Python user would write this featurizer, and the peer the featurizing benchmark measures
+tpuperf against.  The featurization after decoding is the same code for both.
 
 Usage:
   reference_featurize.py --out DIR [--split train] [--source xla] [--search random]
                          [--kind auto|tile|layout] [--prefix NAME] [--facts]
-                         [--lenient] FILE.pb...
+                         [--lenient] [--decoder wire|protobuf [--pb2-dir DIR]] FILE.pb...
 
 Output tree (as in the public release):
   DIR/npz/tile/xla/<split>/<prefix>_<fingerprint-hex>.npz     one per kept kernel
@@ -20,9 +26,13 @@ Output tree (as in the public release):
 """
 
 import argparse
+import importlib
 import json
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -262,9 +272,18 @@ def decode(buf, schema_name):
     return msg
 
 
+def has(msg, name):
+    """Whether a singular field was set: the wire decoder's Msg or a protobuf message."""
+    if hasattr(msg, "HasField"):
+        return msg.HasField(name)
+    return msg.has(name)
+
+
 def config_case(run):
     """The set member of ConfigProfile's oneof: 'op_config', 'module_config' or None.
     When both appear on the wire the later one wins (setting a oneof clears the other)."""
+    if hasattr(run, "WhichOneof"):
+        return run.WhichOneof("config")
     seen = [(run.last_seen[n], n) for n in ("op_config", "module_config") if run.has(n)]
     return max(seen)[1] if seen else None
 
@@ -383,7 +402,7 @@ def window_features(window):
     row = []
     for field in ("size", "stride", "padding_low", "padding_high",
                   "window_dilation", "base_dilation"):
-        row += leading_sum_product([d[field] for d in dims], 6)
+        row += leading_sum_product([getattr(d, field) for d in dims], 6)
     return row + leading_bools_counts([d.window_reversal for d in dims], 6)
 
 
@@ -400,7 +419,7 @@ def slice_features(slices):
     """Columns 109..120: start, stride, limit (in this order), 2 + sum + product each."""
     row = []
     for field in ("start", "stride", "limit"):
-        row += leading_sum_product([s[field] for s in slices], 2)
+        row += leading_sum_product([getattr(s, field) for s in slices], 2)
     return row
 
 
@@ -514,14 +533,14 @@ def tile_config_row(tsc):
 
 
 def has_tile_config(run):
-    return config_case(run) == "op_config" and run.op_config.has("tile_size_config")
+    return config_case(run) == "op_config" and has(run.op_config, "tile_size_config")
 
 
 def tile_kernel_status(kernel):
     """Why a ModuleTuningData of a TuningData is skipped, or None if it is kept."""
     if len(kernel.runs) <= 1:
         return "at most one run"
-    if not kernel.has("module"):
+    if not has(kernel, "module"):
         return "no module"
     if not all(has_tile_config(run) for run in kernel.runs):
         return "a run without a tile_size_config"
@@ -587,7 +606,7 @@ def featurize_tuning_data(td, prefix, lenient):
 
 def layout_config_rows(run, node_count):
     """(node_count, 18): per configurable node, tensors 0..2 dims[:6], -1 padded."""
-    if not run.module_config.has("layout_config"):
+    if not has(run.module_config, "layout_config"):
         raise DecodeError("kept run without layout_config (upstream CHECK)")
     nodes = run.module_config.layout_config.nodes
     if len(nodes) != node_count:
@@ -608,7 +627,7 @@ def layout_config_rows(run, node_count):
 def layout_kept_runs(mtd):
     """Runs with a module_config, no error and a profile; none without a default."""
     runs = [r for r in mtd.runs
-            if config_case(r) == "module_config" and not r.error and r.has("profile")]
+            if config_case(r) == "module_config" and not r.error and has(r, "profile")]
     for r in runs:
         if r.profile.compute_time_ns <= 0:
             raise DecodeError("kept run with compute_time_ns <= 0 (upstream CHECK)")
@@ -693,14 +712,51 @@ def write_npz(directory, name, arrays):
     return path
 
 
+SCHEMA_PROTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                            "pipeline", "featurize", "tuning_records.proto")
+
+
+def compile_pb2(out_dir):
+    """Compiles the schema with protoc into out_dir (tuning_records_pb2.py). The names are
+    declared `string`, as in upstream's hlo.proto that a Python user compiles (tpuperf's
+    copy declares them `bytes` so that its C++ parser keeps a record with a stray byte; the
+    wire format is the same)."""
+    with open(SCHEMA_PROTO) as f:
+        schema = re.sub(r"^(\s*)bytes(\s+\w+\s*=)", r"\1string\2", f.read(), flags=re.M)
+    with open(os.path.join(out_dir, "tuning_records.proto"), "w") as f:
+        f.write(schema)
+    subprocess.run(["protoc", "-I", out_dir, "--python_out", out_dir,
+                    os.path.join(out_dir, "tuning_records.proto")], check=True)
+
+
+def load_pb2(pb2_dir):
+    """The schema's generated module, from pb2_dir (see compile_pb2) or compiled now into a
+    temporary directory."""
+    if not pb2_dir:
+        pb2_dir = tempfile.mkdtemp(prefix="tpuperf-pb2-")
+        compile_pb2(pb2_dir)
+    sys.path.insert(0, pb2_dir)
+    return importlib.import_module("tuning_records_pb2")
+
+
+def protobuf_decoder(pb2):
+    """decode(buf, schema_name) with the protobuf library's parser."""
+    def decode_pb(buf, schema_name):
+        msg = getattr(pb2, schema_name)()
+        msg.ParseFromString(buf)
+        return msg
+    return decode_pb
+
+
 def process_file(path, args):
     with open(path, "rb") as f:
         buf = f.read()
+    parse = getattr(args, "decode", decode)  # the wire decoder unless main chose protobuf
     kind = detect_kind(buf) if args.kind == "auto" else args.kind
     stem = os.path.splitext(os.path.basename(path))[0]
     facts = {"file": path, "kind": kind, "outputs": []}
     if kind == "tile":
-        td = decode(buf, "TuningData")
+        td = parse(buf, "TuningData")
         outputs, facts["kernels"] = featurize_tuning_data(
             td, args.prefix or stem, args.lenient)
         facts["kernel_count"] = len(td.modules)
@@ -708,7 +764,7 @@ def process_file(path, args):
         directory = os.path.join(args.out or "", "npz", "tile", "xla", args.split)
     else:
         output, facts["module"] = featurize_module_tuning_data(
-            decode(buf, "ModuleTuningData"), args.prefix or stem)
+            parse(buf, "ModuleTuningData"), args.prefix or stem)
         outputs = [output] if output else []
         directory = os.path.join(args.out or "", "npz", "layout", args.source,
                                  args.search, args.split)
@@ -732,7 +788,13 @@ def main(argv=None):
     p.add_argument("--lenient", action="store_true",
                    help="skip a tile kernel without a kept default run instead of failing")
     p.add_argument("--facts", action="store_true", help="print per-file facts as JSON")
+    p.add_argument("--decoder", default="wire", choices=("wire", "protobuf"),
+                   help="wire: this script's own decoder (the reference); protobuf: the "
+                        "protobuf library with the schema compiled by protoc")
+    p.add_argument("--pb2-dir", help="with --decoder protobuf: a directory where compile_pb2 put "
+                                     "tuning_records_pb2.py (default: compile it now)")
     args = p.parse_args(argv)
+    args.decode = protobuf_decoder(load_pb2(args.pb2_dir)) if args.decoder == "protobuf" else decode
     if not args.out and not args.facts:
         p.error("give --out DIR and/or --facts")
     all_facts = [process_file(path, args) for path in args.files]

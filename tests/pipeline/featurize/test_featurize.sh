@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tpuperf-featurize on the two real tuning records (tests/data/real) against the
 # independent reference (tests/pipeline/featurize/reference_featurize.py, numpy and a hand-written
-# wire decoder): the same files, keys, dtypes, shapes and values, exactly; every output
+# wire decoder): the same files, keys, dtypes, shapes and values, exactly (and so does the
+# reference parsing with the protobuf library, the featurizing bench's peer); every output
 # passes tpuperf-inspect --validate; re-encodings that protobuf must read alike (unpacked
 # repeated fields, split sub-messages, unknown and mistyped fields) give the same files;
 # --extra-features adds node_feat_extra equal to tests/pipeline/featurize/reference_extra_features.py's
@@ -37,6 +38,10 @@ cat "$work/cpp.log"
 step "the reference featurizer gives the same arrays"
 $REF --out "$work/ref" "$REAL"/*.pb
 $COMPARE "$work/cpp" "$work/ref"
+
+step "the reference parsing with the protobuf library (the featurizing bench's peer) gives the same arrays"
+$REF --decoder protobuf --out "$work/ref_pb" "$REAL"/*.pb
+$COMPARE "$work/ref_pb" "$work/ref"
 
 step "tpuperf-inspect --validate accepts every output"
 mapfile -t outputs < <(find "$work/cpp/npz" -name '*.npz' | sort)
