@@ -93,22 +93,39 @@ std::vector<double> tile_targets(const std::vector<int64_t>& runtimes,
   return y;
 }
 
-double tile_slowdown_score(const std::vector<int64_t>& predicted, const std::vector<double>& y,
-                           int k) {
-  if (y.empty()) throw Error("tile score: no configs");
-  if (predicted.empty() || k < 1) throw Error("tile score: empty prediction");
+namespace {
+
+// The least target among the first min(k, predicted.size()) predicted configs, over the
+// least target of all: 1 when the best config is among them.
+double best_of_first_k_over_best(const std::vector<int64_t>& predicted, const std::vector<double>& y,
+                                 int k, const char* what) {
+  if (y.empty()) throw Error(std::string(what) + ": no configs");
+  if (predicted.empty() || k < 1) throw Error(std::string(what) + ": empty prediction");
   const double best = *std::min_element(y.begin(), y.end());
-  if (!(best > 0)) throw Error("tile score: targets must be positive");
+  if (!(best > 0)) throw Error(std::string(what) + ": targets must be positive");
   const size_t take = std::min(predicted.size(), static_cast<size_t>(k));
   double best_predicted = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < take; ++i) {
     const int64_t c = predicted[i];
     if (c < 0 || c >= static_cast<int64_t>(y.size()))
-      throw Error("tile score: predicted config " + std::to_string(c) + " out of range [0, " +
-                  std::to_string(y.size()) + ")");
+      throw Error(std::string(what) + ": predicted config " + std::to_string(c) +
+                  " out of range [0, " + std::to_string(y.size()) + ")");
     best_predicted = std::min(best_predicted, y[static_cast<size_t>(c)]);
   }
-  return 2.0 - best_predicted / best;
+  return best_predicted / best;
+}
+
+}  // namespace
+
+double tile_slowdown_score(const std::vector<int64_t>& predicted, const std::vector<double>& y,
+                           int k) {
+  return 2.0 - best_of_first_k_over_best(predicted, y, k, "tile score");
+}
+
+double top_k_slowdown(const std::vector<int64_t>& predicted, const std::vector<double>& y, int k) {
+  if (!y.empty() && k >= 1 && predicted.size() < std::min(y.size(), static_cast<size_t>(k)))
+    return std::numeric_limits<double>::quiet_NaN();
+  return best_of_first_k_over_best(predicted, y, k, "top-k slowdown");
 }
 
 double tile_slowdown_score(const std::vector<int64_t>& predicted,

@@ -45,6 +45,17 @@ double tile_slowdown_score_from_scores(const std::vector<double>& scores,
                                        const std::vector<double>& y, int k = 5,
                                        int64_t keep = -1);
 
+// Top-k slowdown of one graph, what an autotuner that measures the model's k best configs
+// gets: the least target among the first k predicted configs over the least target of all
+// (1 when the best config is among them; 1.25 when the best of the k is 25% slower). The
+// targets are the collection's: y = runtime / normalizer for tile (tile_targets), the
+// runtime for layout. NaN when the prediction holds fewer than min(k, y.size()) configs (a
+// tile submission row holds 5, so its top-10 is unknown). Throws Error as
+// tile_slowdown_score does.
+double top_k_slowdown(const std::vector<int64_t>& predicted, const std::vector<double>& y, int k);
+// The k the reports give: top-1, top-5 and top-10 slowdown.
+constexpr int kSlowdownKs[] = {1, 5, 10};
+
 // Kendall's tau-b with ties in either input, in O(n log n); returns exactly what
 // scipy.stats.kendalltau(a, b) (variant 'b') returns, including NaN when n < 2, when
 // either input is constant, or when any value is NaN. Throws Error on a size mismatch.

@@ -54,6 +54,29 @@ std::string list_some(const std::vector<std::string>& ids, size_t max_shown) {
   return out;
 }
 
+// The targets the collection's metric compares: runtime / normalizer for tile, runtime for
+// layout.
+std::vector<double> targets_of(const TruthGraph& t) {
+  if (t.collection.kind == Kind::Tile) return tile_targets(t.runtimes, t.normalizers);
+  return std::vector<double>(t.runtimes.begin(), t.runtimes.end());
+}
+
+// Per-k means of slowdowns, NaN skipped (a ScoreAverager per k, one collection each).
+class SlowdownMeans {
+ public:
+  void add(const std::string& collection, const Slowdowns& s) {
+    for (size_t i = 0; i < s.size(); ++i) by_k_[i].add(collection, s[i]);
+  }
+  Slowdowns mean(const std::string& collection) const {
+    Slowdowns out{};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = by_k_[i].mean(collection);
+    return out;
+  }
+
+ private:
+  std::array<ScoreAverager, 3> by_k_;
+};
+
 double tile_score_of(const std::vector<int64_t>& row, const TruthGraph& t) {
   return tile_slowdown_score(row, t.runtimes, t.normalizers, kTileTopConfigs);
 }
@@ -114,24 +137,65 @@ double score_row(const std::vector<int64_t>& row, const TruthGraph& truth) {
   }
 }
 
-double random_baseline(const TruthGraph& truth, uint64_t seed, int draws) {
-  SplitMix64 rng(mix_seed(seed, truth.id()));
-  double sum = 0.0;
-  int finite = 0;
-  for (int d = 0; d < draws; ++d) {
-    const double s = score_row(random_permutation(truth.runtimes.size(), rng), truth);
-    if (std::isnan(s)) continue;
-    sum += s;
-    ++finite;
+Slowdowns row_slowdowns(const std::vector<int64_t>& row, const TruthGraph& truth) {
+  static_assert(std::size(kSlowdownKs) == std::tuple_size<Slowdowns>::value);
+  try {
+    const std::vector<double> y = targets_of(truth);
+    Slowdowns out{};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = top_k_slowdown(row, y, kSlowdownKs[i]);
+    return out;
+  } catch (Error& e) {
+    throw e.with_key(truth.id());
   }
-  return finite > 0 ? sum / finite : kNaN;
+}
+
+namespace {
+
+// Mean over the seeded random orders of f(order) per entry, NaN entries skipped: the same
+// draws for the score and the slowdowns.
+template <size_t N, typename Fn>
+std::array<double, N> mean_over_random_orders(const TruthGraph& truth, uint64_t seed, int draws,
+                                              Fn&& f) {
+  SplitMix64 rng(mix_seed(seed, truth.id()));
+  std::array<double, N> sum{};
+  std::array<int, N> finite{};
+  for (int d = 0; d < draws; ++d) {
+    const std::array<double, N> v = f(random_permutation(truth.runtimes.size(), rng));
+    for (size_t i = 0; i < N; ++i)
+      if (!std::isnan(v[i])) sum[i] += v[i], ++finite[i];
+  }
+  for (size_t i = 0; i < N; ++i) sum[i] = finite[i] > 0 ? sum[i] / finite[i] : kNaN;
+  return sum;
+}
+
+std::vector<int64_t> default_first_order(const TruthGraph& truth) {
+  std::vector<int64_t> row(truth.runtimes.size());
+  std::iota(row.begin(), row.end(), int64_t{0});
+  return row;
+}
+
+}  // namespace
+
+double random_baseline(const TruthGraph& truth, uint64_t seed, int draws) {
+  return mean_over_random_orders<1>(truth, seed, draws, [&](const std::vector<int64_t>& row) {
+    return std::array<double, 1>{score_row(row, truth)};
+  })[0];
+}
+
+Slowdowns random_slowdowns(const TruthGraph& truth, uint64_t seed, int draws) {
+  return mean_over_random_orders<3>(truth, seed, draws, [&](const std::vector<int64_t>& row) {
+    return row_slowdowns(row, truth);
+  });
 }
 
 double default_first_baseline(const TruthGraph& truth) {
   if (truth.collection.kind == Kind::Layout) return kNaN;
-  std::vector<int64_t> row(truth.runtimes.size());
-  std::iota(row.begin(), row.end(), int64_t{0});
-  return score_row(row, truth);
+  return score_row(default_first_order(truth), truth);
+}
+
+Slowdowns default_first_slowdowns(const TruthGraph& truth) {
+  if (truth.collection.kind == Kind::Layout) return {kNaN, kNaN, kNaN};
+  return row_slowdowns(default_first_order(truth), truth);
 }
 
 SubmissionScore score_submission(const Submission& submission,
@@ -147,7 +211,9 @@ SubmissionScore score_submission(const Submission& submission,
     throw Error("submission lacks " + std::to_string(missing.size()) + " of " +
                 std::to_string(truth.size()) + " graphs: " + list_some(missing, 5));
 
+  SubmissionScore out;
   ScoreAverager scores, randoms, defaults;
+  SlowdownMeans slowdowns, random_slow, default_slow;
   std::map<std::string, CollectionScore> per;
   for (const auto& t : truth) {
     const std::string cid = t.collection.id();
@@ -155,17 +221,28 @@ SubmissionScore score_submission(const Submission& submission,
     c.collection = cid;
     c.kind = t.collection.kind;
     ++c.graphs;
-    scores.add(cid, score_row(submission.at(t.id()), t));
+    const std::vector<int64_t>& row = submission.at(t.id());
+    const GraphScore g{t.id(), cid, score_row(row, t), row_slowdowns(row, t)};
+    out.graphs.push_back(g);
+    scores.add(cid, g.score);
+    slowdowns.add(cid, g.slowdown);
     randoms.add(cid, random_baseline(t, options.seed, options.random_draws));
-    if (t.collection.kind == Kind::Tile) defaults.add(cid, default_first_baseline(t));
+    random_slow.add(cid, random_slowdowns(t, options.seed, options.random_draws));
+    if (t.collection.kind == Kind::Tile) {
+      defaults.add(cid, default_first_baseline(t));
+      default_slow.add(cid, default_first_slowdowns(t));
+    }
   }
 
-  SubmissionScore out;
   bool default_everywhere = true;
   for (auto& [cid, c] : per) {
     c.score = scores.mean(cid);
     c.random = randoms.mean(cid);
     c.default_first = c.kind == Kind::Tile ? defaults.mean(cid) : kNaN;
+    c.slowdown = slowdowns.mean(cid);
+    c.random_slowdown = random_slow.mean(cid);
+    c.default_first_slowdown =
+        c.kind == Kind::Tile ? default_slow.mean(cid) : Slowdowns{kNaN, kNaN, kNaN};
     default_everywhere = default_everywhere && c.kind == Kind::Tile;
     for (const auto& s : scores.summary())
       if (s.collection == cid) c.skipped = s.skipped;

@@ -1,9 +1,11 @@
 // Scoring a submission against the true runtimes, as the competition does: per graph the
 // tile top-5 slowdown score or the layout Kendall tau, averaged per collection, and the
 // overall score = mean of the collection scores. Baselines on the same graphs put the
-// numbers in context: a random order and, for tile, "compiler default first".
+// numbers in context: a random order and, for tile, "compiler default first". Beside each
+// score, what an autotuner reads: the top-1, top-5 and top-10 slowdown (common/metrics).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,12 +41,30 @@ std::vector<double> positions_as_scores(const std::vector<int64_t>& permutation,
 // naming the graph when the row is invalid.
 double score_row(const std::vector<int64_t>& row, const TruthGraph& truth);
 
+// Top-1, top-5 and top-10 slowdown of one row (kSlowdownKs), NaN where the row is too short
+// to tell (a tile row of 5 configs has no top-10). Throws Error naming the graph when the
+// row holds a config out of range.
+using Slowdowns = std::array<double, 3>;
+Slowdowns row_slowdowns(const std::vector<int64_t>& row, const TruthGraph& truth);
+
 // Mean score of `draws` uniformly random orders (NaN draws skipped; NaN if all are).
 // Deterministic: the draws depend only on seed and truth.id().
 double random_baseline(const TruthGraph& truth, uint64_t seed, int draws = 5);
+// The same draws' mean slowdowns.
+Slowdowns random_slowdowns(const TruthGraph& truth, uint64_t seed, int draws = 5);
 // Tile: the score of config 0 first, then the rest in index order. Layout: not defined,
 // NaN ("n/a").
 double default_first_baseline(const TruthGraph& truth);
+// The slowdowns of that order (tile); NaN for layout.
+Slowdowns default_first_slowdowns(const TruthGraph& truth);
+
+// One graph's score and slowdowns, as the submission ranks it.
+struct GraphScore {
+  std::string id;
+  std::string collection;
+  double score = 0.0;
+  Slowdowns slowdown{};
+};
 
 struct CollectionScore {
   std::string collection;
@@ -54,6 +74,8 @@ struct CollectionScore {
   double score = 0.0;            // mean over the finite graph scores
   double random = 0.0;           // random baseline on the same graphs
   double default_first = 0.0;    // NaN for layout
+  // Means over the graphs where each is defined (NaN where none is).
+  Slowdowns slowdown{}, random_slowdown{}, default_first_slowdown{};
 };
 
 struct SubmissionScore {
@@ -62,6 +84,7 @@ struct SubmissionScore {
   double overall_random = 0.0;
   double overall_default_first = 0.0;  // NaN unless defined for every collection present
   std::vector<std::string> extra_ids;  // submission rows for graphs not in the truth
+  std::vector<GraphScore> graphs;      // in truth order
 };
 
 struct ScoreOptions {

@@ -233,6 +233,24 @@ TEST(TileScore, RejectsBadInput) {
   EXPECT_THROW(tile_slowdown_score_from_scores({0.1}, {1.0, 2.0}), Error);
 }
 
+TEST(TopKSlowdown, HandExamples) {
+  // Runtimes of 6 configs; the best is config 4 (50).
+  const std::vector<double> y = {80.0, 100.0, 60.0, 120.0, 50.0, 75.0};
+  const std::vector<int64_t> order = {2, 0, 5, 4, 1, 3};
+  EXPECT_DOUBLE_EQ(top_k_slowdown(order, y, 1), 60.0 / 50.0);  // 1.2: the pick is 20% slower
+  EXPECT_DOUBLE_EQ(top_k_slowdown(order, y, 3), 60.0 / 50.0);  // best of 60, 80, 75
+  EXPECT_DOUBLE_EQ(top_k_slowdown(order, y, 4), 1.0);          // config 4 is 4th
+  EXPECT_DOUBLE_EQ(top_k_slowdown(order, y, 10), 1.0);         // k beyond the configs: all of them
+  EXPECT_DOUBLE_EQ(top_k_slowdown({3, 1, 0, 5, 2, 4}, y, 1), 120.0 / 50.0);
+  // A prediction shorter than min(k, configs) cannot tell: NaN (a tile row of 5, k = 10).
+  EXPECT_TRUE(std::isnan(top_k_slowdown({2, 0, 5, 4, 1}, y, 10)));
+  EXPECT_DOUBLE_EQ(top_k_slowdown({2, 0, 5, 4, 1}, y, 5), 1.0);
+  // The tile score is 2 minus the top-5 slowdown of the same targets.
+  EXPECT_DOUBLE_EQ(tile_slowdown_score(order, y), 2.0 - top_k_slowdown(order, y, 5));
+  EXPECT_THROW(top_k_slowdown({6}, y, 1), Error);
+  EXPECT_THROW(top_k_slowdown({0}, {0.0, 1.0}, 1), Error);
+}
+
 TEST(LayoutScore, KendallOfScoresAgainstRuntimes) {
   EXPECT_DOUBLE_EQ(layout_kendall_score({0.1, 0.2, 0.3}, {100, 200, 300}), 1.0);
   EXPECT_DOUBLE_EQ(layout_kendall_score({0.3, 0.2, 0.1}, {100, 200, 300}), -1.0);

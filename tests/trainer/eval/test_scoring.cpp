@@ -131,6 +131,34 @@ TEST(Scoring, SubmissionPerCollectionAndOverall) {
   EXPECT_EQ(s.extra_ids, (std::vector<std::string>{"layout:nlp:random:other"}));
   // Same inputs, same baselines.
   EXPECT_EQ(score_submission(sub, truth).collections[0].random, l.random);
+
+  // Top-1 / top-5 / top-10 slowdowns (best target of the first k over the best), by hand:
+  // t7 (y 10 8 4 6 9 7 5): 4/4, 4/4, and no top-10 from a row of 5 of 7 configs;
+  // t8 (y 10 8 6 7 9 12 4): 10/4, 6/4, none; l (30 10 20 40): 20/10, then all 4: 1, 1;
+  // flat: 1, 1, 1.
+  ASSERT_EQ(s.graphs.size(), 4u);
+  EXPECT_EQ(s.graphs[1].id, "tile:xla:t8");
+  EXPECT_DOUBLE_EQ(s.graphs[1].slowdown[0], 2.5);
+  EXPECT_DOUBLE_EQ(s.graphs[1].slowdown[1], 1.5);
+  EXPECT_TRUE(std::isnan(s.graphs[1].slowdown[2]));
+  EXPECT_DOUBLE_EQ(t.slowdown[0], (1.0 + 2.5) / 2);
+  EXPECT_DOUBLE_EQ(t.slowdown[1], (1.0 + 1.5) / 2);
+  EXPECT_TRUE(std::isnan(t.slowdown[2]));
+  EXPECT_DOUBLE_EQ(l.slowdown[0], (2.0 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(l.slowdown[1], 1.0);
+  EXPECT_DOUBLE_EQ(l.slowdown[2], 1.0);
+  // Default first (config 0 first, all configs ranked): t7 10/4, 4/4, 1; t8 10/4, 6/4, 1.
+  EXPECT_DOUBLE_EQ(t.default_first_slowdown[0], 2.5);
+  EXPECT_DOUBLE_EQ(t.default_first_slowdown[1], 1.25);
+  EXPECT_DOUBLE_EQ(t.default_first_slowdown[2], 1.0);
+  EXPECT_TRUE(std::isnan(l.default_first_slowdown[0]));
+  // Random orders rank every config: their top-k slowdowns are defined, at least 1, and
+  // do not grow with k.
+  for (const CollectionScore* c : {&t, &l}) {
+    EXPECT_GE(c->random_slowdown[0], c->random_slowdown[1]);
+    EXPECT_GE(c->random_slowdown[1], c->random_slowdown[2]);
+    EXPECT_GE(c->random_slowdown[2], 1.0);
+  }
 }
 
 TEST(Scoring, MissingGraphsListed) {
