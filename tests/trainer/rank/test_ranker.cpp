@@ -20,6 +20,7 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/graph/graph.h"
@@ -113,17 +114,12 @@ std::string TrainedRun::work, TrainedRun::run, TrainedRun::tile_file, TrainedRun
 
 const auto* const kTrainedRun = ::testing::AddGlobalTestEnvironment(new TrainedRun);
 
-tpuperf::RankGraph rank_graph(const tpuperf::GraphBase& g) {
-  tpuperf::RankGraph r;
-  r.name = g.name;
-  r.num_nodes = g.num_nodes;
-  r.node_feat = g.node_feat;
-  r.node_opcode = g.node_opcode;
-  r.edge_index = g.edge_index;
-  return r;
+// The graph arrays of a release file as a caller holds them.
+tpuperf::RankGraph rank_graph(const tpuperf::GraphBase& g, std::vector<int64_t> node_splits = {}) {
+  return {g.name, g.num_nodes, g.node_feat, g.node_opcode, g.edge_index, std::move(node_splits)};
 }
 
-// A release file as a caller's arrays.
+// A release file's graph and candidates.
 struct TileInput {
   tpuperf::RankGraph graph;
   tpuperf::TileCandidates configs;
@@ -139,9 +135,7 @@ struct LayoutInput {
 };
 LayoutInput layout_input(const std::string& path) {
   tpuperf::LayoutGraph g = tpuperf::load_layout_graph(path);
-  LayoutInput in{rank_graph(g), {g.node_config_ids, g.node_config_feat}};
-  in.graph.node_splits = g.node_splits;
-  return in;
+  return {rank_graph(g, g.node_splits), {g.node_config_ids, g.node_config_feat}};
 }
 
 size_t layout_configs(const LayoutInput& in) {
