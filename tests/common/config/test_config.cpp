@@ -1,4 +1,5 @@
-// The config loader, the command-line parser and the error type.
+// The config loader: the schema's defaults, files and --set overrides, and the errors that
+// name file, key and reason.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,10 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/cli/cli.h"
 #include "common/config/config.h"
 #include "common/base/error.h"
-#include "common/base/hash.h"
 #include "tests/test_util.h"
 
 using namespace tpuperf;
@@ -160,51 +159,4 @@ TEST(Config, ShippedConfigsLoad) {
     Config c = Config::load(std::string(TPUPERF_SOURCE_DIR) + "/configs/" + name, {});
     EXPECT_FALSE(c.get_path("data.raw_dir").empty()) << name;
   }
-}
-
-TEST(Cli, ParsesOptionsFlagsAndPositionals) {
-  Cli cli("tool", "does things");
-  cli.option("out", "DIR", "output").flag("json", "json output").positionals("FILE...", "inputs", 1);
-  cli.config_options();
-  const char* argv[] = {"tool", "--out=/o", "a.npz", "--json", "--set", "x.y=1", "--set", "z=2", "b.npz"};
-  cli.parse(9, const_cast<char**>(argv));
-  EXPECT_EQ(cli.get("out"), "/o");
-  EXPECT_TRUE(cli.has("json"));
-  EXPECT_EQ(cli.get_all("set"), (std::vector<std::string>{"x.y=1", "z=2"}));
-  EXPECT_EQ(cli.args(), (std::vector<std::string>{"a.npz", "b.npz"}));
-}
-
-TEST(Cli, BadUsageIsAnError) {
-  auto parse = [](std::vector<const char*> argv) {
-    return error_of([&] {
-      Cli cli("tool", "s");
-      cli.option("out", "DIR", "output");
-      cli.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-    });
-  };
-  EXPECT_THAT(parse({"tool", "--bogus"}), HasSubstr("unknown option --bogus"));
-  EXPECT_THAT(parse({"tool", "--out"}), HasSubstr("needs a value DIR"));
-  EXPECT_THAT(parse({"tool", "--out", "a", "--out", "b"}), HasSubstr("given twice"));
-  EXPECT_THAT(parse({"tool", "stray"}), HasSubstr("unexpected argument 'stray'"));
-}
-
-TEST(Error, MessageCarriesFileKeyAndRank) {
-  Error e("bad shape", "/d/g.npz");
-  e.with_key("node_feat").with_rank(1).with_file("/ignored/outer.npz");
-  EXPECT_STREQ(e.what(), "/d/g.npz: key 'node_feat': bad shape [rank 1]");
-}
-
-TEST(Hash, StableAndSensitive) {
-  // Pinned digests: a change to the hash function would silently invalidate every
-  // manifest already written, so it must show up here.
-  EXPECT_EQ(hash_hex(""), "743719905ae6a46c");
-  EXPECT_EQ(hash_hex("tpuperf"), "623620887e0f23de");
-  std::string a(1000, 'a');
-  EXPECT_EQ(hash_hex(a), hash_hex(std::string(1000, 'a')));
-  EXPECT_NE(hash_hex(a), hash_hex(a + "b"));
-  EXPECT_NE(hash_hex(""), hash_hex(std::string(1, '\0')));
-  // Streaming in uneven pieces equals hashing at once.
-  Hasher h;
-  for (size_t i = 0; i < a.size(); i += 7) h.update(a.data() + i, std::min<size_t>(7, a.size() - i));
-  EXPECT_EQ(h.hex(), hash_hex(a));
 }
