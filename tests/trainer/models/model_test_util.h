@@ -91,12 +91,12 @@ inline ModelPtr model_of(const ModelArch& arch, int64_t num_feat, const ModelOpt
 }
 
 // The layers a model starts at zero so that training starts from its deep part (the wide
-// term, wide.*; the node-cost MLP's output, node_cost_out.*) drawn at random, so that tests
-// of shapes, equivariance, batching and the fused path see those terms at work.
+// term, wide.*) drawn at random, so that tests of shapes, equivariance, batching and the
+// fused path see those terms at work.
 inline void randomize_zero_started_layers(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
   for (auto& p : model.named_parameters())
-    if (p.key().rfind("wide.", 0) == 0 || p.key().rfind("node_cost_out.", 0) == 0) p.value().normal_(0, 0.3);
+    if (p.key().rfind("wide.", 0) == 0) p.value().normal_(0, 0.3);
 }
 
 // The first (default) architecture of a kind.
