@@ -9,7 +9,8 @@ torch::nn::EmbeddingBag make_layout_value_table(int64_t hidden) {
       torch::nn::EmbeddingBagOptions(kLayoutConfigDim * kLayoutLevels, hidden).mode(torch::kSum));
 }
 
-torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const torch::Tensor& values, bool fused) {
+torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const Batch& batch, bool fused) {
+  const auto values = batch.config_values.flatten(0, 1);  // (S * M) x 18
   if (!fused) return table(values);
   const auto& weight = table->weight;
   // Each row's 18 indices are distinct (one per position), so a scatter of ones is exact.
@@ -17,12 +18,14 @@ torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const torch::T
   return one_hot.matmul(weight);
 }
 
-torch::Tensor add_configs_per_slot(const torch::Tensor& base, const torch::Tensor& cfg, const Batch& batch) {
-  const auto copies = base.unsqueeze(0).expand({cfg.size(0), base.size(0), base.size(1)});
-  // index_add writes a new tensor; without configurable nodes the expanded view is made
-  // contiguous instead (the SAGE blocks' kernels read rows in place).
-  if (cfg.size(1) == 0) return copies.contiguous();
-  return copies.index_add(1, batch.config_node, cfg);
+torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch,
+                                   const std::function<torch::Tensor()>& config_term) {
+  const int64_t S = batch.slate, M = batch.config_node.size(0), N = base.size(0), H = base.size(1);
+  const auto copies = base.unsqueeze(0).expand({S, N, H});
+  // The SAGE blocks' kernels read rows in place: index_add writes a new tensor, and
+  // without configurable nodes the expanded view is made contiguous instead.
+  if (M == 0) return copies.contiguous();
+  return copies.index_add(1, batch.config_node, config_term().view({S, M, H}));
 }
 
 }  // namespace tpuperf

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "trainer/models/batch.h"
 
@@ -18,14 +19,18 @@ namespace tpuperf {
 // without materializing it.
 torch::nn::EmbeddingBag make_layout_value_table(int64_t hidden);
 
-// values (R x 18, indices into the table) -> R x H: per row, the sum of the table rows its
-// values pick. fused = false: the EmbeddingBag itself; fused = true: the one-hot rows
-// times the table, the same sum whose backward is one dense matmul, where EmbeddingBag's
-// sorts and scatters (20-40% of a layout step in tests/bench/RESULTS.md's profile).
-torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const torch::Tensor& values, bool fused);
+// The batch's layout values (S x M x 18, indices into the table) -> (S * M) x H: per slot
+// and configurable node, the sum of the table rows its values pick. fused = false: the
+// EmbeddingBag itself; fused = true: the one-hot rows times the table, the same sum whose
+// backward is one dense matmul, where EmbeddingBag's sorts and scatters (20-40% of a
+// layout step in tests/bench/RESULTS.md's profile).
+torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const Batch& batch, bool fused);
 
-// S copies of the config-free node states base (N x H), with each slot's per-node config
-// term cfg (S x M x H) added at the batch's configurable nodes: S x N x H.
-torch::Tensor add_configs_per_slot(const torch::Tensor& base, const torch::Tensor& cfg, const Batch& batch);
+// S x N x H: S copies of the config-free node states base (N x H), one per config slot,
+// with each slot's config term added at the batch's configurable nodes. config_term gives
+// those terms, (S * M) x H, slot-major; it is called only when the batch has configurable
+// nodes.
+torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch,
+                                   const std::function<torch::Tensor()>& config_term);
 
 }  // namespace tpuperf

@@ -35,20 +35,14 @@ class LayoutSage : public RankingModel {
   torch::Tensor forward(const Batch& batch) override {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
-    auto x = add_configs_per_slot(base, layout_embedding(batch), batch);  // 2. S x N x H
+    auto x = add_configs_per_slot(base, batch, [&] {  // 2. S x N x H
+      return config_out(F::gelu(embed_layout_values(config_embed, batch, fused)));
+    });
     for (auto& block : blocks) x = block->forward(x, graph);  // 3.
     return readout(x, batch);  // 4. G x S
   }
 
  private:
-  // Step 2's per-node config term: S x M x H.
-  torch::Tensor layout_embedding(const Batch& batch) {
-    const int64_t S = batch.slate, M = batch.config_node.size(0), H = config_out->weight.size(0);
-    if (M == 0) return torch::empty({S, 0, H}, config_out->weight.options());
-    const auto values = embed_layout_values(config_embed, batch.config_values.view({S * M, kLayoutConfigDim}), fused);
-    return config_out(F::gelu(values)).view({S, M, H});
-  }
-
   bool fused;  // model.fused: the kernels' path, or the plain definition
   NodeEncoder encoder{nullptr};
   torch::nn::EmbeddingBag config_embed{nullptr};

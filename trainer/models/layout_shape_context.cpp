@@ -43,7 +43,7 @@ class LayoutShapeContext : public RankingModel {
   // Registered in checkpoint order, not in the order of the steps: the parameter names and
   // their order (the optimizer state and the saved training weights are by position) are
   // those of the checkpoints this model has written, and the same seed draws the same
-  // initial weights (tests/trainer/models/test_models.cpp pins the list).
+  // initial weights (tests/trainer/models/test_checkpoint.cpp pins the list).
   LayoutShapeContext(int64_t num_node_feat, const ModelOptions& opts)
       : fused(opts.fused),
         encoder(register_module("encoder", NodeEncoder(num_node_feat, opts))),
@@ -61,24 +61,19 @@ class LayoutShapeContext : public RankingModel {
   torch::Tensor forward(const Batch& batch) override {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
-    auto x = add_configs_per_slot(base, layout_embedding(batch), batch);  // 2. S x N x H
+    auto x = add_configs_per_slot(base, batch, [&] {  // 2. S x N x H
+      const auto shape = shape_in(require_config_shape(batch, kArch).flatten(0, 1));
+      return config_out(F::gelu(embed_layout_values(config_embed, batch, fused) + shape));
+    });
     for (auto& block : blocks) x = block->forward(x, graph);  // 3.
     auto scores = readout_scores(x, batch);  // 4. G x S
-    // 5. After the readout: in training, dropout seeds are drawn in this order.
+    // 5. After the readout, as it always was: in training each SAGE block and the readout
+    // draw a dropout seed from torch's generator, in this order.
     if (batch.config_node.size(0) > 0) scores = scores + wide_cost(context_state(base, graph), batch);
     return scores;
   }
 
  private:
-  // Step 2's per-node config term: S x M x H.
-  torch::Tensor layout_embedding(const Batch& batch) {
-    const int64_t S = batch.slate, M = batch.config_node.size(0), H = config_out->weight.size(0);
-    if (M == 0) return torch::empty({S, 0, H}, config_out->weight.options());
-    const auto values = embed_layout_values(config_embed, batch.config_values.view({S * M, kLayoutConfigDim}), fused);
-    const auto shape = shape_in(require_config_shape(batch, kArch).view({S * M, kLayoutShapeFeat}));
-    return config_out(F::gelu(values + shape)).view({S, M, H});
-  }
-
   // Step 4: G x S scores from the states after the blocks (S x N x H).
   torch::Tensor readout_scores(const torch::Tensor& x, const Batch& batch) {
     const auto config_states = x.index_select(1, batch.config_node);  // S x M x H

@@ -99,6 +99,14 @@ inline void randomize_zero_started_layers(torch::nn::Module& model) {
     if (p.key().rfind("wide.", 0) == 0) p.value().normal_(0, 0.3);
 }
 
+// Copies every parameter of `from` into the same-named one of `to` (the same model on the
+// other path, fused or plain).
+inline void copy_parameters(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  const auto source = from.named_parameters();
+  for (auto& p : to.named_parameters()) p.value().copy_(*source.find(p.key()));
+}
+
 // The first (default) architecture of a kind.
 inline const ModelArch& default_arch(Kind kind) {
   for (const auto& a : model_archs())

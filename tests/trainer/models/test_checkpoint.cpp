@@ -59,15 +59,21 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
   }
 };
 
-}  // namespace
-
-TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
-  torch::set_num_threads(1);
+// Hidden 16, 2 blocks, 2 attention heads, opcode_dim 6.
+ModelOptions checkpoint_options() {
   ModelOptions opts;
   opts.hidden = 16;
   opts.layers = 2;
   opts.attention_heads = 2;
   opts.opcode_dim = 6;
+  return opts;
+}
+
+}  // namespace
+
+TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
+  torch::set_num_threads(1);
+  const ModelOptions opts = checkpoint_options();
   torch::manual_seed(1);
   ModelPtr a = model_of(arch(), 7, opts);
   torch::optim::AdamW opt_a(a->parameters(), torch::optim::AdamWOptions(1e-2));
@@ -120,29 +126,30 @@ TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
   fs::remove(path);
 }
 
+namespace {
+
 std::vector<std::string> every_arch_name() {
   std::vector<std::string> names;
   for (const auto& a : model_archs()) names.push_back(a.name);
   return names;
 }
 
+}  // namespace
+
 INSTANTIATE_TEST_SUITE_P(EveryModel, CheckpointTest, ::testing::ValuesIn(every_arch_name()));
+
+namespace {
 
 // The layout models' parameter names, shapes and order are those of the checkpoints they
 // have written (by name for the weights; by position for the optimizer state and the
-// training weights): a change here breaks loading or resuming them. Hidden 16, 2 blocks, 2
-// attention heads, 7 node features, opcode_dim 6.
+// training weights): a change here breaks loading or resuming them. checkpoint_options(),
+// 7 node features.
 std::vector<std::string> parameter_list(const std::string& arch) {
-  ModelOptions opts;
-  opts.hidden = 16;
-  opts.layers = 2;
-  opts.attention_heads = 2;
-  opts.opcode_dim = 6;
   ModelSpec spec;
   spec.kind = Kind::Layout;
   spec.arch = arch;
   spec.num_node_feat = 7;
-  spec.options = opts;
+  spec.options = checkpoint_options();
   std::vector<std::string> list;
   for (const auto& p : make_model(spec)->named_parameters()) {
     std::string sizes;
@@ -151,6 +158,8 @@ std::vector<std::string> parameter_list(const std::string& arch) {
   }
   return list;
 }
+
+}  // namespace
 
 TEST(Checkpoint, LayoutModelsKeepTheirParameterList) {
   const std::vector<std::string> sage = {
