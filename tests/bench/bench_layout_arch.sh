@@ -10,9 +10,9 @@
 # validation figures (fold ensemble, cv = mean out-of-fold score of the best epochs).
 #
 # Usage: bench_layout_arch.sh [BIN_DIR]     (default: <repo>/build/bin)
-# Environment: ARCHS (default "sage sage_config_pool sage_shape
-#   sage_shape_context sage_node_cost"); TPUPERF_BENCH_DIR (default
-#   /tmp/tpuperf-bench); TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw); RESULTS.
+# Environment: ARCHS (default "sage sage_shape_context": the registered layout models);
+#   TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench); TPUPERF_BENCH_RAW (default
+#   $TPUPERF_BENCH_DIR/raw); RESULTS.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -21,7 +21,7 @@ CACHE=${TPUPERF_BENCH_DIR:-/tmp/tpuperf-bench}
 GEN=${TPUPERF_BENCH_RAW:-$CACHE/raw}
 WORK=$CACHE/layout-arch
 RESULTS=${RESULTS:-$SRC/tests/bench/RESULTS.md}
-ARCHS=${ARCHS:-sage sage_config_pool sage_shape sage_shape_context sage_node_cost}
+ARCHS=${ARCHS:-sage sage_shape_context}
 COLLS="[layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default]"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi() { local n=$1; shift; mpirun --bind-to none --oversubscribe -np "$n" "$@"; }
@@ -101,16 +101,14 @@ for c in colls:
 lines.append("| overall test | " + " | ".join(f"{runs[a]['overall']:.4f}" for a in archs) + " |")
 lines.append("| tpuperf-train wall s (load) | " + " | ".join(
     f"{runs[a]['wall']:.0f} ({runs[a]['load'][0]} → {runs[a]['load'][1]})" for a in archs) + " |")
-lines += ["", "sage pools each config's node states per graph by mean and max over all nodes; "
-          "sage_config_pool adds the same pooling over the graph's configurable nodes alone "
-          "(trainer/models/layout_sage.cpp), whose share of an all-node mean shrinks as graphs grow; "
-          "sage_shape is sage_config_pool with the layouts' shape features (minor dims, padding, waste: "
-          "trainer/models/shape_features.h) in its config embedding and a wide term summed over the "
-          "configurable nodes, its per-node weights computed from the node's own state; "
-          "sage_shape_context computes them from the node's config-free state after the SAGE blocks "
-          "(its neighbourhood); sage_node_cost adds to sage_shape_context a learned cost per configurable "
-          "node (an MLP on the node's per-config state after the blocks) summed per graph. Every run here "
-          "has the same 8 x 20 steps, so the differences are the architectures'.", ""]
+lines += ["", "sage (trainer/models/layout_sage.cpp) pools each config's node states per graph by mean "
+          "and max over all nodes. sage_shape_context, the default (trainer/models/layout_shape_context.cpp), "
+          "also pools the graph's configurable nodes alone (their share of an all-node mean shrinks as "
+          "graphs grow), embeds the layouts' shape features (minor dims, padding, waste: "
+          "trainer/models/shape_features.h) with their values, and adds a wide term summed over the "
+          "configurable nodes whose per-node weights come from the node's config-free state after the "
+          "SAGE blocks (its neighbourhood). Every run here has the same 8 x 20 steps, so the differences "
+          "are the architectures'.", ""]
 replace_section(results, "Layout architectures", "\n".join(lines))
 print("\n".join(lines))
 print(f"wrote {results}")

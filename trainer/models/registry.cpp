@@ -10,10 +10,7 @@ ModelPtr make_tile_early_join(const ModelSpec& spec);
 ModelPtr make_tile_early_join_shape(const ModelSpec& spec);
 ModelPtr make_tile_late_join(const ModelSpec& spec);
 ModelPtr make_layout_sage(const ModelSpec& spec);
-ModelPtr make_layout_sage_config_pool(const ModelSpec& spec);
-ModelPtr make_layout_sage_shape(const ModelSpec& spec);
-ModelPtr make_layout_sage_shape_context(const ModelSpec& spec);
-ModelPtr make_layout_sage_node_cost(const ModelSpec& spec);
+ModelPtr make_layout_shape_context(const ModelSpec& spec);
 
 const std::vector<ModelArch>& model_archs() {
   static const std::vector<ModelArch> archs = {
@@ -24,22 +21,27 @@ const std::vector<ModelArch>& model_archs() {
       {"early_join_shape", Kind::Tile,
        "early_join whose config input also holds the tiling's grid steps and padded tile over the kernel's output",
        make_tile_early_join_shape},
-      {"sage", Kind::Layout, "GraphSAGE with each configurable node's layout embedded per config",
+      {"sage", Kind::Layout,
+       "the small layout model: GraphSAGE with each configurable node's layout values embedded per config",
        make_layout_sage},
-      {"sage_config_pool", Kind::Layout,
-       "sage whose readout also pools the configurable nodes apart from the whole graph",
-       make_layout_sage_config_pool},
-      {"sage_shape", Kind::Layout,
-       "sage_config_pool whose config embedding also sees each layout's minor dims, padding and waste",
-       make_layout_sage_shape},
       {"sage_shape_context", Kind::Layout,
-       "sage_shape whose per-node layout cost weights read the node's neighbourhood, not only its own features",
-       make_layout_sage_shape_context},
-      {"sage_node_cost", Kind::Layout,
-       "sage_shape_context plus a learned cost per configurable node from its per-config state, summed per graph",
-       make_layout_sage_node_cost},
+       "sage plus the layouts' shape features, the configurable nodes pooled apart and a wide per-node cost "
+       "whose weights read the node's neighbourhood",
+       make_layout_shape_context},
   };
   return archs;
+}
+
+const std::vector<RetiredArch>& retired_model_archs() {
+  static const std::vector<RetiredArch> retired = {
+      {"sage_config_pool", Kind::Layout,
+       "an experiment, never the default: sage_shape_context pools the configurable nodes apart as it did"},
+      {"sage_shape", Kind::Layout,
+       "superseded by sage_shape_context, whose wide weights read the node's neighbourhood (docs/experiments E4)"},
+      {"sage_node_cost", Kind::Layout,
+       "an experiment that did not beat sage_shape_context (docs/experiments E7, E21); use that"},
+  };
+  return retired;
 }
 
 std::vector<std::string> model_arch_names(Kind kind) {
@@ -73,10 +75,13 @@ ModelPtr make_model(const ModelSpec& spec) {
       check_options(spec);
       return a.make(spec);
     }
+  const std::string key = "model." + kind_name(spec.kind) + ".arch";
+  for (const auto& r : retired_model_archs())
+    if (r.kind == spec.kind && r.name == spec.arch)
+      throw Error(kind_name(spec.kind) + " model '" + spec.arch + "' was retired: " + r.reason, "", key);
   std::string known;
   for (const auto& n : model_arch_names(spec.kind)) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown " + kind_name(spec.kind) + " model '" + spec.arch + "' (known: " + known + ")", "",
-              "model." + kind_name(spec.kind) + ".arch");
+  throw Error("unknown " + kind_name(spec.kind) + " model '" + spec.arch + "' (known: " + known + ")", "", key);
 }
 
 void register_model_choices() {

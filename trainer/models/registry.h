@@ -5,7 +5,9 @@
 // Adding a model is one new file in trainer/models/ that defines a RankingModel and its
 // factory, plus one line in registry.cpp's table. model.<kind>.arch picks it by name, the
 // config schema's allowed values come from the table (register_model_choices) and the
-// checkpoint records the name, so prediction rebuilds the model it trained.
+// checkpoint records the name, so prediction rebuilds the model it trained. A model taken
+// out of the table goes to the retired list with its reason, so an old checkpoint or config
+// that names it fails with that reason rather than as a typo.
 #pragma once
 
 #include <torch/torch.h>
@@ -34,13 +36,22 @@ struct ModelArch {
   std::function<ModelPtr(const ModelSpec&)> make;
 };
 
+// A name that once was a model and is no longer built.
+struct RetiredArch {
+  std::string name;
+  Kind kind;
+  std::string reason;  // one line: why, and what to use instead
+};
+const std::vector<RetiredArch>& retired_model_archs();
+
 // Every registered architecture, in table order (the config schema names the defaults:
 // model.tile.arch and model.layout.arch).
 const std::vector<ModelArch>& model_archs();
 std::vector<std::string> model_arch_names(Kind kind);
 
 // Builds spec's model. Throws Error naming the arch and the known ones of its kind when
-// the name is not registered for that kind, or when the options are invalid.
+// the name is not registered for that kind (or naming it retired, with the reason), or
+// when the options are invalid.
 ModelPtr make_model(const ModelSpec& spec);
 
 // Makes the config schema's model.tile.arch and model.layout.arch accept exactly the

@@ -91,12 +91,20 @@ inline ModelPtr model_of(const ModelArch& arch, int64_t num_feat, const ModelOpt
 }
 
 // The layers a model starts at zero so that training starts from its deep part (the wide
-// term, wide.*; the node-cost MLP's output, node_cost_out.*) drawn at random, so that tests
-// of shapes, equivariance, batching and the fused path see those terms at work.
+// term, wide.*) drawn at random, so that tests of shapes, equivariance, batching and the
+// fused path see those terms at work.
 inline void randomize_zero_started_layers(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
   for (auto& p : model.named_parameters())
-    if (p.key().rfind("wide.", 0) == 0 || p.key().rfind("node_cost_out.", 0) == 0) p.value().normal_(0, 0.3);
+    if (p.key().rfind("wide.", 0) == 0) p.value().normal_(0, 0.3);
+}
+
+// Copies every parameter of `from` into the same-named one of `to` (the same model on the
+// other path, fused or plain).
+inline void copy_parameters(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  const auto source = from.named_parameters();
+  for (auto& p : to.named_parameters()) p.value().copy_(*source.find(p.key()));
 }
 
 // The first (default) architecture of a kind.

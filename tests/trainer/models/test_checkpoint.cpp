@@ -59,15 +59,21 @@ class CheckpointTest : public ::testing::TestWithParam<std::string> {
   }
 };
 
-}  // namespace
-
-TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
-  torch::set_num_threads(1);
+// Hidden 16, 2 blocks, 2 attention heads, opcode_dim 6.
+ModelOptions checkpoint_options() {
   ModelOptions opts;
   opts.hidden = 16;
   opts.layers = 2;
   opts.attention_heads = 2;
   opts.opcode_dim = 6;
+  return opts;
+}
+
+}  // namespace
+
+TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
+  torch::set_num_threads(1);
+  const ModelOptions opts = checkpoint_options();
   torch::manual_seed(1);
   ModelPtr a = model_of(arch(), 7, opts);
   torch::optim::AdamW opt_a(a->parameters(), torch::optim::AdamWOptions(1e-2));
@@ -120,9 +126,82 @@ TEST_P(CheckpointTest, RoundTripAndContinueExactly) {
   fs::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryModel, CheckpointTest,
-                         ::testing::Values("early_join", "late_join", "early_join_shape", "sage", "sage_config_pool",
-                                           "sage_shape", "sage_shape_context", "sage_node_cost"));
+namespace {
+
+std::vector<std::string> every_arch_name() {
+  std::vector<std::string> names;
+  for (const auto& a : model_archs()) names.push_back(a.name);
+  return names;
+}
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(EveryModel, CheckpointTest, ::testing::ValuesIn(every_arch_name()));
+
+namespace {
+
+// The layout models' parameter names, shapes and order are those of the checkpoints they
+// have written (by name for the weights; by position for the optimizer state and the
+// training weights): a change here breaks loading or resuming them. checkpoint_options(),
+// 7 node features.
+std::vector<std::string> parameter_list(const std::string& arch) {
+  ModelSpec spec;
+  spec.kind = Kind::Layout;
+  spec.arch = arch;
+  spec.num_node_feat = 7;
+  spec.options = checkpoint_options();
+  std::vector<std::string> list;
+  for (const auto& p : make_model(spec)->named_parameters()) {
+    std::string sizes;
+    for (int64_t d : p.value().sizes()) sizes += (sizes.empty() ? "" : "x") + std::to_string(d);
+    list.push_back(p.key() + " " + sizes);
+  }
+  return list;
+}
+
+}  // namespace
+
+TEST(Checkpoint, LayoutModelsKeepTheirParameterList) {
+  const std::vector<std::string> sage = {
+      "encoder.opcode.weight 121x6", "encoder.input.weight 16x13", "encoder.input.bias 16",
+      "encoder.out.weight 16x16", "encoder.out.bias 16", "config_embed.weight 126x16",
+      "config_out.weight 16x16", "config_out.bias 16", "sage0.linear.weight 16x48",
+      "sage0.linear.bias 16", "sage0.norm.weight 16", "sage0.norm.bias 16",
+      "sage1.linear.weight 16x48", "sage1.linear.bias 16", "sage1.norm.weight 16",
+      "sage1.norm.bias 16", "readout.pool_proj.weight 16x32", "readout.pool_proj.bias 16",
+      "readout.hidden.weight 16x16", "readout.hidden.bias 16", "readout.score.weight 1x16",
+      "readout.score.bias 1", "readout.attention.qkv.weight 48x16", "readout.attention.qkv.bias 48",
+      "readout.attention.proj.weight 16x16", "readout.attention.proj.bias 16",
+      "readout.attention.norm.weight 16", "readout.attention.norm.bias 16"};
+  EXPECT_EQ(parameter_list("sage"), sage);
+  // The default: sage's list with two pools (the configurable nodes apart) into the
+  // readout, then the shape features' map and the wide term.
+  std::vector<std::string> context = sage;
+  context[16] = "readout.pool_proj.weight 16x64";
+  for (const char* p : {"shape_in.weight 16x27", "shape_in.bias 16", "wide.weight 153x16", "wide.bias 153"})
+    context.push_back(p);
+  EXPECT_EQ(parameter_list("sage_shape_context"), context);
+}
+
+// A checkpoint of a retired model fails to load with an error naming the file, the model
+// and that it was retired.
+TEST(Checkpoint, RetiredModelIsAClearError) {
+  const ModelOptions opts = small_options();
+  ModelPtr a = model_of(default_arch(Kind::Layout), 5, opts);
+  CheckpointMeta meta;
+  meta.model = spec_of(default_arch(Kind::Layout), 5, opts);
+  meta.model.arch = retired_model_archs().at(0).name;
+  const std::string path = temp_path("retired.pt");
+  save_checkpoint(path, *a, nullptr, meta, some_transform());
+  try {
+    load_trained_model(path, spec_of(default_arch(Kind::Layout), 5, opts), true, nullptr);
+    ADD_FAILURE() << "a checkpoint of a retired model loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path));
+    EXPECT_THAT(e.what(), HasSubstr("'" + meta.model.arch + "' was retired"));
+  }
+  fs::remove(path);
+}
 
 // Prediction builds the model a checkpoint records, not the one the config names now
 // (another architecture and width here), and either path loads it.

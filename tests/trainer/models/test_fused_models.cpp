@@ -52,11 +52,7 @@ void expect_same(const ModelArch& arch, torch::ScalarType dtype, int64_t hidden,
   ModelPtr plain = model_of(arch, kFeat, opts);
   fused->to(dtype);
   plain->to(dtype);
-  {
-    torch::NoGradGuard no_grad;
-    const auto from = fused->named_parameters();
-    for (auto& p : plain->named_parameters()) p.value().copy_(*from.find(p.key()));
-  }
+  copy_parameters(*fused, *plain);
   const Run a = run(*fused, batch), b = run(*plain, batch);
   EXPECT_TRUE(torch::allclose(a.scores, b.scores, rtol, atol)) << (a.scores - b.scores).abs().max();
   EXPECT_NEAR(a.loss.item<double>(), b.loss.item<double>(), atol + rtol * std::abs(b.loss.item<double>()));

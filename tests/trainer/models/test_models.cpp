@@ -57,10 +57,39 @@ TEST_F(Models, RegistryNamesUnknownArchitecturesAndBadOptions) {
   spec = spec_of(default_arch(Kind::Layout), kFeat, small_options(3));  // 3 does not divide 16
   EXPECT_THROW(make_model(spec), Error);
   EXPECT_EQ(model_arch_names(Kind::Tile), (std::vector<std::string>{"early_join", "late_join", "early_join_shape"}));
+  EXPECT_EQ(model_arch_names(Kind::Layout), (std::vector<std::string>{"sage", "sage_shape_context"}));
   // The schema takes exactly the registered names once the trainer registers them.
   register_model_choices();
   EXPECT_NO_THROW(Config::load("", {"model.tile.arch=late_join"}));
   EXPECT_THROW(Config::load("", {"model.tile.arch=sage"}), Error);
+}
+
+// A retired name (an old checkpoint's or config's) is an error that names it, says it was
+// retired and why, and is not offered as a choice.
+TEST_F(Models, RetiredArchitecturesFailWithTheirReason) {
+  ASSERT_FALSE(retired_model_archs().empty());
+  register_model_choices();
+  for (const RetiredArch& r : retired_model_archs()) {
+    SCOPED_TRACE(r.name);
+    const auto live = model_arch_names(r.kind);
+    EXPECT_EQ(std::find(live.begin(), live.end(), r.name), live.end());
+    ModelSpec spec = spec_of(default_arch(r.kind), kFeat, small_options());
+    spec.arch = r.name;
+    try {
+      make_model(spec);
+      ADD_FAILURE() << "a retired architecture built a model";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("'" + r.name + "' was retired: " + r.reason), std::string::npos) << what;
+      EXPECT_NE(what.find("model.layout.arch"), std::string::npos) << what;
+    }
+    try {
+      Config::load("", {"model.layout.arch=" + r.name});
+      ADD_FAILURE() << "the config took a retired architecture";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + r.name + "'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 torch::Tensor scores_of(RankingModel& model, Kind kind, const std::vector<ProcessedGraph>& graphs,
@@ -163,9 +192,9 @@ void check_split_block(int64_t H) {
 
 // Two configurable nodes with the same features and config dims, A consuming node 0 and B
 // node 3 (other features): swapping their layouts changes the wide term of
-// sage_shape_context, whose weights read each node's neighbourhood, and not sage_shape's,
-// whose weights read the node alone. Only the wide term scores: the readout's score layer
-// is zeroed.
+// sage_shape_context, whose weights read each node's neighbourhood after the SAGE blocks;
+// the control, the same model without blocks, reads the node alone and cannot tell A and
+// B apart. Only the wide term scores: the readout's score layer is zeroed.
 const ModelArch* arch_named(const std::string& name) {
   for (const auto& a : model_archs())
     if (a.name == name) return &a;
@@ -173,7 +202,7 @@ const ModelArch* arch_named(const std::string& name) {
   return nullptr;
 }
 
-double wide_term_swap_difference(const std::string& arch_name) {
+double wide_term_swap_difference(const std::string& arch_name, int64_t layers) {
   const ModelArch* arch = arch_named(arch_name);
   if (arch == nullptr) return std::nan("");
   ProcessedGraph g;
@@ -197,7 +226,9 @@ double wide_term_swap_difference(const std::string& arch_name) {
     for (int t = 0; t < 3; ++t)
       for (int d = 0; d < 3; ++d) g.config_dims[static_cast<size_t>(node * 18 + t * 6 + d)] = 16 + 100 * d + t;
   g.has_config_dims = true;
-  auto model = model_of(*arch, kFeat, small_options(0));
+  ModelOptions opts = small_options(0);
+  opts.layers = layers;
+  auto model = model_of(*arch, kFeat, opts);
   model->eval();
   torch::NoGradGuard no_grad;
   for (auto& p : model->named_parameters()) {
@@ -209,67 +240,37 @@ double wide_term_swap_difference(const std::string& arch_name) {
 }
 
 TEST_F(Models, ContextWideTermTellsEqualNodesInDifferentPlacesApart) {
-  EXPECT_LT(wide_term_swap_difference("sage_shape"), 1e-5);
-  EXPECT_GT(wide_term_swap_difference("sage_shape_context"), 1e-3);
+  EXPECT_LT(wide_term_swap_difference("sage_shape_context", 0), 1e-5);
+  EXPECT_GT(wide_term_swap_difference("sage_shape_context", 2), 1e-3);
 }
 
-// Without SAGE blocks a configurable node's per-config state reads only its own layout, so
-// a score that adds up per-node costs satisfies s(x,x) + s(y,y) = s(x,y) + s(y,x) for two
-// layouts x, y at two configurable nodes. sage_node_cost's node-cost term alone (the
-// readout's score zeroed, the wide term zero as at init) does; the pooled readout of
-// sage_shape_context, the control, does not. Returns |s(x,x) + s(y,y) - s(x,y) - s(y,x)|
-// and the spread of the four scores.
-std::pair<double, double> two_node_interaction(const std::string& arch_name, bool node_cost_only) {
-  const ModelArch* arch = arch_named(arch_name);
-  if (arch == nullptr) return {std::nan(""), std::nan("")};
-  std::mt19937_64 rng(8);
-  ProcessedGraph g = random_graph(Kind::Layout, rng, 6, 4, 2);
-  int8_t x[kLayoutConfigDim], y[kLayoutConfigDim];
-  for (int i = 0; i < kLayoutConfigDim; ++i) x[i] = static_cast<int8_t>(i % 3), y[i] = static_cast<int8_t>(2 - i % 4);
-  g.node_config_packed.clear();
-  for (int k = 0; k < 4; ++k)  // config k: node 0 takes (k & 1 ? y : x), node 1 (k & 2 ? y : x)
-    for (int bit : {1, 2}) g.node_config_packed.push_back(pack_layout_values(k & bit ? y : x));
-  ModelOptions opts = small_options(0);
-  opts.layers = 0;
-  auto model = model_of(*arch, kFeat, opts);
-  model->eval();
-  torch::NoGradGuard no_grad;
-  for (auto& p : model->named_parameters()) {
-    if (node_cost_only && p.key().find("readout.score") == 0) p.value().zero_();
-    if (p.key().find("node_cost_out") == 0) p.value().normal_();
+// A layout batch whose graphs have no configurable node: nothing tells its configs apart,
+// so every slot of a graph scores alike, on both paths.
+TEST_F(Models, LayoutModelsScoreGraphsWithoutConfigurableNodes) {
+  std::mt19937_64 rng(2);
+  const auto a = random_graph(Kind::Layout, rng, 7, 4, 0), b = random_graph(Kind::Layout, rng, 5, 4, 0);
+  const auto batch = make_batch(Kind::Layout, {&a, &b}, {{0, 1, 2}, {3, 1}});
+  ASSERT_EQ(batch.config_node.size(0), 0);
+  for (const std::string& name : model_arch_names(Kind::Layout)) {
+    SCOPED_TRACE(name);
+    ModelOptions opts = small_options();
+    torch::manual_seed(1);
+    ModelPtr fused = model_of(*arch_named(name), kFeat, opts);
+    opts.fused = false;
+    ModelPtr plain = model_of(*arch_named(name), kFeat, opts);
+    copy_parameters(*fused, *plain);
+    fused->eval();
+    plain->eval();
+    torch::NoGradGuard no_grad;
+    const auto scores = fused->forward(batch);
+    EXPECT_TRUE(torch::allclose(scores, plain->forward(batch), 1e-5, 1e-6));
+    EXPECT_TRUE(torch::isfinite(scores).all().item<bool>());
+    const int64_t configs[2] = {3, 2};
+    for (int64_t g = 0; g < 2; ++g) {
+      const auto real = scores[g].slice(0, 0, configs[g]);
+      EXPECT_TRUE(torch::allclose(real, real[0].expand({configs[g]}))) << scores;
+    }
   }
-  const auto s = model->forward(make_batch(Kind::Layout, {&g}, {{0, 1, 2, 3}}))[0];
-  const double interaction = (s[0] + s[3] - s[1] - s[2]).abs().item<double>();
-  return {interaction, (s.max() - s.min()).item<double>()};
-}
-
-TEST_F(Models, NodeCostTermAddsUpPerNodeCosts) {
-  const auto [node_cost, node_cost_spread] = two_node_interaction("sage_node_cost", true);
-  EXPECT_GT(node_cost_spread, 1e-2);  // the layouts do move the node-cost term
-  EXPECT_LT(node_cost, 1e-5 * node_cost_spread);
-  const auto [pooled, pooled_spread] = two_node_interaction("sage_shape_context", false);
-  EXPECT_GT(pooled_spread, 1e-3);
-  EXPECT_GT(pooled, 1e-3 * pooled_spread);
-}
-
-// sage_node_cost starts as sage_shape_context: the node-cost MLP's output layer is zero,
-// so with the parameters they share the two score alike.
-TEST_F(Models, NodeCostModelStartsAsTheContextModel) {
-  std::mt19937_64 rng(9);
-  ProcessedGraph a = random_graph(Kind::Layout, rng, 9, 5), b = random_graph(Kind::Layout, rng, 6, 5, 2);
-  const auto batch = make_batch(Kind::Layout, {&a, &b}, {{0, 1, 2, 3}, {4, 2}});
-  auto with_cost = model_of(*arch_named("sage_node_cost"), kFeat, small_options());
-  auto context = model_of(*arch_named("sage_shape_context"), kFeat, small_options());
-  with_cost->eval();
-  context->eval();
-  torch::NoGradGuard no_grad;
-  const auto params = with_cost->named_parameters();
-  for (auto& p : context->named_parameters()) p.value().copy_(*params.find(p.key()));
-  EXPECT_TRUE(torch::allclose(with_cost->forward(batch), context->forward(batch), 1e-6, 1e-7));
-  params.find("node_cost_out.bias")->fill_(0.5);  // one cost per configurable node: a has 3, b 2
-  const auto added = with_cost->forward(batch) - context->forward(batch);
-  EXPECT_TRUE(torch::allclose(added[0], torch::full({4}, 1.5), 1e-5, 1e-6)) << added;
-  EXPECT_TRUE(torch::allclose(added[1].slice(0, 0, 2), torch::full({2}, 1.0), 1e-5, 1e-6)) << added;
 }
 
 // H = 8 takes the kernels' generic paths, H = 32 the vector ones.
@@ -333,7 +334,7 @@ void check_batches_add_up(const ModelArch& arch) {
     for (size_t i = 0; i < whole.size(); ++i) {
       // Relative to the parameter's largest gradient, not per element: an element near zero
       // is a sum of larger terms and carries their rounding (7e-6 of 22 on an AVX-512 CPU
-      // for sage_node_cost under log_mse). A batching bug (padding or another graph leaking
+      // for sage_node_cost, a retired layout model, under log_mse). A batching bug (padding or another graph leaking
       // into a loss) moves gradients by a share of their size, far above this bound; the 1e-6
       // floor is for gradients that are zero but for rounding (a bias before a LayerNorm).
       const double scale = whole[i].abs().max().template item<double>();

@@ -1,0 +1,31 @@
+#include "trainer/models/layout_parts.h"
+
+#include "common/graph/processed_graph.h"
+
+namespace tpuperf {
+
+torch::nn::EmbeddingBag make_layout_value_table(int64_t hidden) {
+  return torch::nn::EmbeddingBag(
+      torch::nn::EmbeddingBagOptions(kLayoutConfigDim * kLayoutLevels, hidden).mode(torch::kSum));
+}
+
+torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const Batch& batch, bool fused) {
+  const auto values = batch.config_values.flatten(0, 1);  // (S * M) x 18
+  if (!fused) return table(values);
+  const auto& weight = table->weight;
+  // Each row's 18 indices are distinct (one per position), so a scatter of ones is exact.
+  const auto one_hot = torch::zeros({values.size(0), weight.size(0)}, weight.options()).scatter_(1, values, 1.0);
+  return one_hot.matmul(weight);
+}
+
+torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch,
+                                   const std::function<torch::Tensor()>& config_term) {
+  const int64_t S = batch.slate, M = batch.config_node.size(0), N = base.size(0), H = base.size(1);
+  const auto copies = base.unsqueeze(0).expand({S, N, H});
+  // The SAGE blocks' kernels read rows in place: index_add writes a new tensor, and
+  // without configurable nodes the expanded view is made contiguous instead.
+  if (M == 0) return copies.contiguous();
+  return copies.index_add(1, batch.config_node, config_term().view({S, M, H}));
+}
+
+}  // namespace tpuperf
