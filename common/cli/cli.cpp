@@ -1,7 +1,5 @@
 #include "common/cli/cli.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 #include "common/config/config.h"
@@ -65,30 +63,35 @@ void Cli::parse(int argc, char** argv) {
       inline_value = true;
     }
     const Option* opt = find(name);
-    if (!opt) throw Error("unknown option --" + name + " (see " + program_ + " --help)");
+    if (!opt) throw UsageError("unknown option --" + name + " (see " + program_ + " --help)");
     if (opt->value_name.empty()) {
-      if (inline_value) throw Error("option --" + name + " takes no value");
+      if (inline_value) throw UsageError("option --" + name + " takes no value");
       value = "1";
     } else if (!inline_value) {
-      if (i + 1 >= argc) throw Error("option --" + name + " needs a value " + opt->value_name);
+      if (i + 1 >= argc) throw UsageError("option --" + name + " needs a value " + opt->value_name);
       value = argv[++i];
     }
     auto& slot = values_[name];
-    if (!slot.empty() && !opt->repeatable) throw Error("option --" + name + " given twice");
+    if (!slot.empty() && !opt->repeatable) throw UsageError("option --" + name + " given twice");
     slot.push_back(value);
   }
-  if (has("help")) {
-    std::fputs(help().c_str(), stdout);
-    std::exit(0);
-  }
-  if (has("help-config")) {
-    std::fputs(config_help().c_str(), stdout);
-    std::exit(0);
-  }
+  // Before the check of the positionals: "tool --help" needs no input files.
+  if (has("help")) throw HelpRequested{help()};
+  if (has("help-config")) throw HelpRequested{config_help()};
   if (positional_values_.size() < positional_min_)
-    throw Error("missing " + positional_name_ + " (see " + program_ + " --help)");
+    throw UsageError("missing " + positional_name_ + " (see " + program_ + " --help)");
   if (positional_name_.empty() && !positional_values_.empty())
-    throw Error("unexpected argument '" + positional_values_[0] + "' (see " + program_ + " --help)");
+    throw UsageError("unexpected argument '" + positional_values_[0] + "' (see " + program_ + " --help)");
+}
+
+void as_usage_check(const std::function<void()>& check) {
+  try {
+    check();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.reason(), e.file(), e.key());
+  }
 }
 
 bool Cli::has(const std::string& name) const { return values_.count(name) > 0; }
@@ -96,6 +99,11 @@ bool Cli::has(const std::string& name) const { return values_.count(name) > 0; }
 std::string Cli::get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
   return it == values_.end() ? fallback : it->second.back();
+}
+
+double Cli::get_double(const std::string& name, double fallback, double min, double max,
+                       Open open) const {
+  return has(name) ? parse_double(name, get(name), min, max, open) : fallback;
 }
 
 std::vector<std::string> Cli::get_all(const std::string& name) const {

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <optional>
 
 #include "common/base/error.h"
 #include "common/base/log.h"
+#include "common/cli/cli.h"
 #include "common/cli/tool_main.h"
 
 namespace tpuperf {
@@ -37,6 +39,43 @@ void report_termination(const char* program, int rank) {
   sa.sa_handler = on_sigterm;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Once MPI_Finalize has returned this rank has nothing left to stop: a SIGTERM now is
+// mpirun ending the job because a peer has already exited non-zero (it does so even
+// after a clean finalize). The rank ends with its own exit code instead of a misleading
+// "stopped by SIGTERM" line.
+void ignore_sigterm_after_finalize() {
+  struct sigaction sa = {};
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// An error all ranks raise alike: said once, from rank 0; every rank then ends normally.
+int end_collectively(const char* program, const MpiContext& ctx, const std::exception& e) {
+  if (ctx.rank == 0) std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+  std::fflush(stderr);
+  return kExitError;
+}
+
+// The command line, read before MPI starts. Sets body and returns nothing when the tool
+// is to run; else the exit code (--help, a bad option).
+std::optional<int> parse_before_mpi(const char* program, int argc, char** argv,
+                                    const std::function<MpiBody(int, char**)>& parse,
+                                    MpiBody& body) {
+  try {
+    body = parse(argc, argv);
+    return std::nullopt;
+  } catch (const HelpRequested& help) {
+    return print_help_once(help);
+  } catch (const UsageError& e) {
+    return report_usage_error_once(program, e);
+  } catch (const std::exception& e) {
+    // Not known to be the same on every process: each says it, tagged with its rank.
+    std::fprintf(stderr, "%s: error: %s [rank %d]\n", program, e.what(), launcher_rank());
+    return kExitError;
+  }
 }
 
 }  // namespace
@@ -73,7 +112,9 @@ int allreduce_max(int value, MPI_Comm comm) {
 }
 
 int run_mpi_tool(const char* program, int argc, char** argv,
-                 const std::function<int(const MpiContext&, int, char**)>& body) {
+                 const std::function<MpiBody(int, char**)>& parse) {
+  MpiBody body;
+  if (const auto exit_code = parse_before_mpi(program, argc, argv, parse, body)) return *exit_code;
   MPI_Init(&argc, &argv);
   MpiContext ctx;
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
@@ -84,11 +125,11 @@ int run_mpi_tool(const char* program, int argc, char** argv,
   int code = kExitOk;
   try {
     init_logging(ctx.rank, "info");
-    code = body(ctx, argc, argv);
+    code = body(ctx);
   } catch (const CollectiveError& e) {
-    if (ctx.rank == 0) std::fprintf(stderr, "%s: error: %s\n", program, e.what());
-    std::fflush(stderr);
-    code = kExitError;
+    code = end_collectively(program, ctx, e);
+  } catch (const UsageError& e) {
+    code = end_collectively(program, ctx, e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s [rank %d]\n", program, e.what(), ctx.rank);
     std::fflush(stderr);
@@ -96,6 +137,7 @@ int run_mpi_tool(const char* program, int argc, char** argv,
     code = kExitError;
   }
   MPI_Finalize();
+  ignore_sigterm_after_finalize();
   return code;
 }
 

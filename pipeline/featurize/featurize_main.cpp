@@ -58,20 +58,7 @@ std::optional<RecordKind> parse_kind(const std::string& kind) {
   if (kind.empty() || kind == "auto") return std::nullopt;
   if (kind == "tile") return RecordKind::Tile;
   if (kind == "layout") return RecordKind::Layout;
-  throw Error("--kind " + kind + " is not one of auto, tile, layout");
-}
-
-int parse_count(const std::string& option, const std::string& value) {
-  size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size() || v < 1)
-    throw Error("--" + option + " expects a positive integer, got '" + value + "'");
-  return v;
+  throw UsageError("--kind " + kind + " is not one of auto, tile, layout");
 }
 
 // Writing waits on the disk more than on a core: two writers overlap even on one core.
@@ -100,7 +87,8 @@ int featurize_main(int argc, char** argv) {
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(kEpilog);
   cli.parse(argc, argv);
-  if (cli.has("log-level")) set_log_level(cli.get("log-level"));
+  if (cli.has("log-level"))
+    as_usage_check([&] { set_log_level(cli.get("log-level")); });
   FeaturizeOptions o;
   o.out_dir = cli.get("out");
   o.split = cli.get("split", o.split);
@@ -109,8 +97,8 @@ int featurize_main(int argc, char** argv) {
   o.prefix = cli.get("prefix");
   o.kind = parse_kind(cli.get("kind"));
   o.extra_features = cli.has("extra-features");
-  o.threads = cli.has("threads") ? parse_count("threads", cli.get("threads")) : default_threads();
-  check_options(o);
+  o.threads = cli.get_int("threads", default_threads(), 1);
+  as_usage_check([&] { check_options(o); });
   FeaturizeSummary s = featurize_files(cli.args(), o);
   if (cli.has("rejected")) write_rejected(cli.get("rejected"), s);
   spdlog::info("featurized {} files ({:.1f} MB, {} records, {} runs of which {} with an error): {} "

@@ -17,15 +17,21 @@ static const char* kEpilog =
     "examples:\n"
     "  mpirun -np 2 tpuperf-preprocess --config configs/demo.yaml\n"
     "  tpuperf-preprocess --config configs/tpugraphs.yaml --set preprocess.prune_hops=2\n\n"
-    "exit codes: 0 done, 2 error, 3 done but some source files were rejected (rejected.txt).";
+    "exit codes: 0 done, 2 error, 3 done but some source files were rejected (rejected.txt).\n"
+    "Under mpirun a non-zero exit also brings Open MPI's own notice (mpirun -q omits it).";
 
-static int preprocess(const MpiContext& ctx, int argc, char** argv) {
+// The options are read before MPI starts (run_mpi_tool); every rank then loads the config.
+static MpiBody parse_options(int argc, char** argv) {
   Cli cli("tpuperf-preprocess",
           "Validate, deduplicate, prune, pack and fold a TpuGraphs-format npz tree into sharded HDF5.");
   cli.config_options().flag("force", "redo everything, ignoring the previous output").epilog(kEpilog);
   cli.parse(argc, argv);
-  Config cfg = Config::from_cli(cli);
-  return run_preprocess(cfg, ctx, cli.has("force"));
+  return [cli](const MpiContext& ctx) {
+    Config cfg = Config::from_cli(cli);
+    return run_preprocess(cfg, ctx, cli.has("force"));
+  };
 }
 
-int main(int argc, char** argv) { return run_mpi_tool("tpuperf-preprocess", argc, argv, preprocess); }
+int main(int argc, char** argv) {
+  return run_mpi_tool("tpuperf-preprocess", argc, argv, parse_options);
+}

@@ -14,32 +14,6 @@
 
 namespace {
 
-uint64_t parse_u64(const std::string& option, const std::string& value) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size() || value[0] == '-')
-    throw tpuperf::Error("--" + option + " expects a non-negative integer, got '" + value + "'");
-  return v;
-}
-
-double parse_fraction(const std::string& value) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size() || !(v > 0 && v <= 1))
-    throw tpuperf::Error("--fraction expects a number in (0, 1], got '" + value + "'");
-  return v;
-}
-
 std::vector<tpuperf::Collection> parse_collections(const std::string& list) {
   std::vector<tpuperf::Collection> out;
   size_t start = 0;
@@ -47,11 +21,11 @@ std::vector<tpuperf::Collection> parse_collections(const std::string& list) {
     size_t comma = list.find(',', start);
     std::string id =
         list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!id.empty()) out.push_back(tpuperf::Collection::parse(id));
+    if (!id.empty()) tpuperf::as_usage_check([&] { out.push_back(tpuperf::Collection::parse(id)); });
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (out.empty()) throw tpuperf::Error("--collections names no collection");
+  if (out.empty()) throw tpuperf::UsageError("--collections names no collection");
   return out;
 }
 
@@ -87,19 +61,18 @@ int synth_main(int argc, char** argv) {
           "  tpuperf-synth --out /tmp/release10 --scale release --fraction 0.1\n\n"
           "exit codes: 0 ok, 2 error");
   cli.parse(argc, argv);
-  if (cli.has("log-level")) tpuperf::set_log_level(cli.get("log-level"));
+  if (cli.has("log-level"))
+    tpuperf::as_usage_check([&] { tpuperf::set_log_level(cli.get("log-level")); });
   tpuperf::synth::SynthOptions o;
   o.out_dir = cli.get("out");
-  if (o.out_dir.empty()) throw tpuperf::Error("missing --out DIR (see tpuperf-synth --help)");
-  o.seed = parse_u64("seed", cli.get("seed", "1"));
+  if (o.out_dir.empty()) throw tpuperf::UsageError("missing --out DIR (see tpuperf-synth --help)");
+  o.seed = cli.get_int<uint64_t>("seed", 1);
   o.scale = cli.get("scale", "small");
-  if (cli.has("fraction")) o.fraction = parse_fraction(cli.get("fraction"));
+  o.fraction = cli.get_double("fraction", 1.0, 0, 1, tpuperf::Open::Min);
   if (cli.has("collections")) o.collections = parse_collections(cli.get("collections"));
   o.noise_free = cli.has("noise-free");
-  unsigned hw = std::thread::hardware_concurrency();
-  o.threads = static_cast<int>(cli.has("threads") ? parse_u64("threads", cli.get("threads"))
-                                                  : (hw ? hw : 1));
-  if (o.threads < 1) throw tpuperf::Error("--threads must be at least 1");
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  o.threads = cli.get_int("threads", hw > 0 ? hw : 1, 1);
   spdlog::info("writing the {} tree (seed {}{}) to {} with {} threads", o.scale, o.seed,
                o.fraction < 1 ? ", fraction " + std::to_string(o.fraction) : "", o.out_dir, o.threads);
   auto stats = tpuperf::synth::generate_tree(o);

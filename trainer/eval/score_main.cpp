@@ -85,15 +85,11 @@ static int score(int argc, char** argv) {
       .flag("json", "machine-readable output on stdout (format below)")
       .epilog(kEpilog);
   cli.parse(argc, argv);
-  if (!cli.has("submission")) throw Error("missing --submission FILE (see tpuperf-score --help)");
-  if (!cli.has("truth")) throw Error("missing --truth DIR (see tpuperf-score --help)");
+  if (!cli.has("submission")) throw UsageError("missing --submission FILE (see tpuperf-score --help)");
+  if (!cli.has("truth")) throw UsageError("missing --truth DIR (see tpuperf-score --help)");
   const std::string split = cli.get("split", "test");
   ScoreOptions options;
-  try {
-    options.seed = std::stoull(cli.get("seed", "0"));
-  } catch (const std::exception&) {
-    throw Error("--seed wants a non-negative integer, got '" + cli.get("seed") + "'");
-  }
+  options.seed = cli.get_int<uint64_t>("seed", 0);
 
   const Submission sub = read_submission(cli.get("submission"));
   const std::vector<TruthGraph> truth = load_truth(cli.get("truth"), split);

@@ -51,18 +51,6 @@ struct Settings {
   std::vector<std::string> inputs;
 };
 
-int64_t positive_option(const Cli& cli, const std::string& name, int64_t fallback) {
-  if (!cli.has(name)) return fallback;
-  const std::string text = cli.get(name);
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size() && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + name + " needs a positive integer, not '" + text + "'");
-}
-
 Settings parse_settings(int argc, char** argv) {
   Cli cli("tpuperf-rank", "Rank the configs of TpuGraphs-format graphs with a training run's fold models.");
   cli.option("run", "DIR", "the training run's directory (tpuperf-train's output.dir)")
@@ -76,13 +64,14 @@ Settings parse_settings(int argc, char** argv) {
       .epilog(kEpilog);
   cli.parse(argc, argv);
   Settings s;
-  if (!cli.has("run")) throw Error("--run DIR is required (the training run's output.dir)");
-  if (cli.has("csv") && cli.has("json")) throw Error("--csv and --json exclude each other");
+  if (!cli.has("run")) throw UsageError("--run DIR is required (the training run's output.dir)");
+  if (cli.has("csv") && cli.has("json")) throw UsageError("--csv and --json exclude each other");
   s.run = cli.get("run");
-  if (cli.has("collection")) s.collection = Collection::parse(cli.get("collection")).id();
-  s.top = positive_option(cli, "top", 0);
+  if (cli.has("collection"))
+    as_usage_check([&] { s.collection = Collection::parse(cli.get("collection")).id(); });
+  s.top = cli.get_int<int64_t>("top", 0, 1);
   s.format = cli.has("csv") ? Settings::Format::Csv : cli.has("json") ? Settings::Format::Json : Settings::Format::Text;
-  s.ranker.threads = static_cast<int>(positive_option(cli, "threads", 1));
+  s.ranker.threads = cli.get_int("threads", 1, 1);
   s.ranker.fused = !cli.has("plain");
   s.inputs = cli.args();
   return s;

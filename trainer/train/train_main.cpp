@@ -20,9 +20,11 @@ static const char* kEpilog =
     "  mpirun -np 2 tpuperf-train --config configs/demo.yaml\n"
     "  mpirun -np 2 tpuperf-train --config configs/demo.yaml --resume\n"
     "  tpuperf-train --config configs/demo.yaml --predict-only --set data.processed_dir=new/processed\n\n"
-    "exit codes: 0 done, 2 error.";
+    "exit codes: 0 done, 2 error.\n"
+    "Under mpirun a non-zero exit also brings Open MPI's own notice (mpirun -q omits it).";
 
-static int train(const MpiContext& ctx, int argc, char** argv) {
+// The options are read before MPI starts (run_mpi_tool); every rank then loads the config.
+static MpiBody parse_options(int argc, char** argv) {
   // The schema lists the registered models and losses (for --help-config and checks).
   register_model_choices();
   register_loss_choices();
@@ -35,16 +37,18 @@ static int train(const MpiContext& ctx, int argc, char** argv) {
                           "--predict-only run makes them; e.g. separate cluster jobs)")
       .epilog(kEpilog);
   cli.parse(argc, argv);
-  Config cfg = Config::from_cli(cli);
   TrainRunOptions opts;
   opts.resume = cli.has("resume");
   opts.fresh = cli.has("fresh");
   opts.predict_only = cli.has("predict-only");
   opts.train_only = cli.has("train-only");
-  return run_training(cfg, ctx, opts);
+  return [cli, opts](const MpiContext& ctx) {
+    Config cfg = Config::from_cli(cli);
+    return run_training(cfg, ctx, opts);
+  };
 }
 
 int main(int argc, char** argv) {
   keep_freed_memory_for_reuse();
-  return run_mpi_tool("tpuperf-train", argc, argv, train);
+  return run_mpi_tool("tpuperf-train", argc, argv, parse_options);
 }
