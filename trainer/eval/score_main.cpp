@@ -20,9 +20,16 @@ static const char* kEpilog =
     "the collection scores. Graphs whose score is undefined (constant runtimes) are skipped\n"
     "and counted. Baselines: a random order (mean of 5 seeded draws) and, for tile, the\n"
     "compiler default (config 0) first; n/a for layout.\n\n"
+    "Top-k slowdown, what an autotuner that measures the k best predicted configs gets: per\n"
+    "graph the best runtime among them over the best runtime (tile: runtime / normalizer), 1\n"
+    "when the best config is among them; the table gives its mean per collection for k = 1, 5\n"
+    "and 10, of the submission and of the baselines. A tile row holds 5 configs, so its top-10\n"
+    "is n/a.\n\n"
     "--json prints {\"submission\": F, \"truth\": DIR, \"split\": S, \"collections\": [{\"collection\",\n"
-    "  \"graphs\", \"skipped\", \"score\", \"random_baseline\", \"default_first_baseline\"}, ...],\n"
-    "  \"overall\": {\"score\", \"random_baseline\", \"default_first_baseline\"}, \"extra_ids\": N}\n"
+    "  \"graphs\", \"skipped\", \"score\", \"random_baseline\", \"default_first_baseline\",\n"
+    "  \"slowdown\", \"random_slowdown\", \"default_first_slowdown\"}, ...], \"overall\": {\"score\",\n"
+    "  \"random_baseline\", \"default_first_baseline\"}, \"graphs\": [{\"id\", \"collection\", \"score\",\n"
+    "  \"slowdown\"}, ...], \"extra_ids\": N}; each slowdown is {\"top1\", \"top5\", \"top10\"}\n"
     "(null for n/a).\n\n"
     "example:\n  tpuperf-score --submission out/submission.csv --truth /tmp/tpugraphs\n\n"
     "exit codes: 0 scored, 2 bad usage, unreadable input or a submission lacking test graphs.";
@@ -34,6 +41,24 @@ static std::string fmt(double v) {
   return buf;
 }
 
+// "1.234 1.050 n/a" for the three k of kSlowdownKs.
+static std::string fmt3(const Slowdowns& v) {
+  return fmt(v[0]) + " " + fmt(v[1]) + " " + fmt(v[2]);
+}
+
+static void print_slowdowns(const SubmissionScore& s) {
+  std::printf("\ntop-1 / top-5 / top-10 slowdown (1 is best)\n");
+  std::printf("%-20s %-22s %-22s %s\n", "collection", "submission", "random", "default-first");
+  for (const auto& c : s.collections)
+    std::printf("%-20s %-22s %-22s %s\n", c.collection.c_str(), fmt3(c.slowdown).c_str(),
+                fmt3(c.random_slowdown).c_str(), fmt3(c.default_first_slowdown).c_str());
+}
+
+static void write_slowdown(JsonWriter& j, const char* key, const Slowdowns& v) {
+  j.key(key).begin_object().key("top1").value(v[0]).key("top5").value(v[1]).key("top10").value(v[2]);
+  j.end_object();
+}
+
 static void print_table(const SubmissionScore& s) {
   std::printf("%-20s %7s %8s %8s %8s %14s\n", "collection", "graphs", "skipped", "score", "random",
               "default-first");
@@ -43,6 +68,7 @@ static void print_table(const SubmissionScore& s) {
                 fmt(c.score).c_str(), fmt(c.random).c_str(), fmt(c.default_first).c_str());
   std::printf("%-20s %7s %8s %8s %8s %14s\n", "overall", "", "", fmt(s.overall).c_str(),
               fmt(s.overall_random).c_str(), fmt(s.overall_default_first).c_str());
+  print_slowdowns(s);
 }
 
 static void print_json(const SubmissionScore& s, const Cli& cli, const std::string& split) {
@@ -52,21 +78,32 @@ static void print_json(const SubmissionScore& s, const Cli& cli, const std::stri
       .key("truth").value(cli.get("truth"))
       .key("split").value(split)
       .key("collections").begin_array();
-  for (const auto& c : s.collections)
+  for (const auto& c : s.collections) {
     j.begin_object()
         .key("collection").value(c.collection)
         .key("graphs").value(c.graphs)
         .key("skipped").value(c.skipped)
         .key("score").value(c.score)
         .key("random_baseline").value(c.random)
-        .key("default_first_baseline").value(c.default_first)
-        .end_object();
+        .key("default_first_baseline").value(c.default_first);
+    write_slowdown(j, "slowdown", c.slowdown);
+    write_slowdown(j, "random_slowdown", c.random_slowdown);
+    write_slowdown(j, "default_first_slowdown", c.default_first_slowdown);
+    j.end_object();
+  }
   j.end_array()
       .key("overall").begin_object()
       .key("score").value(s.overall)
       .key("random_baseline").value(s.overall_random)
       .key("default_first_baseline").value(s.overall_default_first)
       .end_object()
+      .key("graphs").begin_array();
+  for (const auto& g : s.graphs) {
+    j.begin_object().key("id").value(g.id).key("collection").value(g.collection).key("score").value(g.score);
+    write_slowdown(j, "slowdown", g.slowdown);
+    j.end_object();
+  }
+  j.end_array()
       .key("extra_ids").value(static_cast<int64_t>(s.extra_ids.size()))
       .end_object();
   std::printf("%s\n", j.str().c_str());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tpuperf-score against generated truth: a perfect submission scores 1 everywhere, a
-# reversed one has negative layout taus, and a submission lacking a graph is refused.
+# reversed one has negative layout taus, the top-1/5/10 slowdowns of every graph equal
+# numpy's from the truth files, and a submission lacking a graph is refused.
 # Usage: test_score.sh BIN_DIR SRC_DIR
 set -euo pipefail
 BIN_DIR=${1:?usage: test_score.sh BIN_DIR SRC_DIR}
@@ -19,7 +20,12 @@ import glob, os, sys
 import numpy as np
 
 truth, out = sys.argv[1], sys.argv[2]
-perfect, reversed_ = {}, {}
+perfect, reversed_, slowdowns = {}, {}, {}
+def slowdown(y, row, k):
+    """Best of the first k over the best; None when the row is too short to tell."""
+    if len(row) < min(k, len(y)):
+        return None
+    return float(y[row[:k]].min() / y.min())
 for f in sorted(glob.glob(f"{truth}/**/test/*.npz", recursive=True)):
     parts = os.path.relpath(f, truth).split(os.sep)
     stem = parts[-1][:-len(".npz")]
@@ -34,6 +40,8 @@ for f in sorted(glob.glob(f"{truth}/**/test/*.npz", recursive=True)):
         order = np.argsort(runtime, kind="stable")
         rid = f"layout:{parts[1]}:{parts[2]}:{stem}"
         perfect[rid], reversed_[rid] = order, order[::-1]
+        y = runtime
+    slowdowns[rid] = {f"top{k}": slowdown(y, np.asarray(reversed_[rid]), k) for k in (1, 5, 10)}
 
 def write(name, rows):
     with open(os.path.join(out, name), "w") as fh:
@@ -49,6 +57,9 @@ with open(os.path.join(out, "dropped.txt"), "w") as fh:
     fh.write(dropped)
 with open(os.path.join(out, "count.txt"), "w") as fh:
     fh.write(str(len(perfect)))
+import json
+with open(os.path.join(out, "reversed_slowdowns.json"), "w") as fh:
+    json.dump(slowdowns, fh)
 PYEOF
 
 SCORE="$BIN_DIR/tpuperf-score"
@@ -84,6 +95,23 @@ if not perfect["overall"]["score"] > 0.99:
 for c in reversed_["collections"]:
     if c["collection"].startswith("layout") and not c["score"] < 0:
         errors.append(f"reversed {c['collection']}: tau {c['score']} not < 0")
+# Slowdowns: 1 for the perfect order's top-1; the reversed order's equal numpy's, graph by
+# graph (null where the row is too short: a tile row of 5 has no top-10).
+expect = json.load(open(os.path.join(work, "reversed_slowdowns.json")))
+for g in perfect["graphs"]:
+    if g["slowdown"]["top1"] != 1.0: errors.append(f"perfect {g['id']}: top-1 slowdown {g['slowdown']['top1']}")
+got = {g["id"]: g["slowdown"] for g in reversed_["graphs"]}
+if sorted(got) != sorted(expect): errors.append("reversed: per-graph slowdowns not for every graph")
+for gid, want in expect.items():
+    for k, v in want.items():
+        have = got.get(gid, {}).get(k)
+        if (v is None) != (have is None) or (v is not None and abs(have - v) > 1e-9 * v):
+            errors.append(f"reversed {gid} {k}: {have} != numpy's {v}")
+for c in reversed_["collections"]:
+    mine = [want["top1"] for gid, want in expect.items() if gid.startswith(c["collection"] + ":")]
+    if abs(c["slowdown"]["top1"] - sum(mine) / len(mine)) > 1e-9 * c["slowdown"]["top1"]:
+        errors.append(f"reversed {c['collection']}: mean top-1 slowdown {c['slowdown']['top1']}")
+    if not c["random_slowdown"]["top1"] >= 1.0: errors.append(f"{c['collection']}: random top-1 slowdown < 1")
 if errors:
     print("FAIL:\n  " + "\n  ".join(errors))
     sys.exit(1)
@@ -91,7 +119,7 @@ PYEOF
 
 # The table names every collection and the overall score.
 "$SCORE" --submission "$WORK/perfect.csv" --truth "$WORK/tree" >"$WORK/table.txt"
-for word in tile:xla layout:nlp:random overall n/a; do
+for word in tile:xla layout:nlp:random overall n/a "top-1 / top-5 / top-10 slowdown"; do
   grep -q "$word" "$WORK/table.txt" || { cat "$WORK/table.txt"; fail "table lacks $word"; }
 done
 
