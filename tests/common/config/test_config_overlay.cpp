@@ -230,7 +230,7 @@ TEST(ConfigOverlay, RecordedSettingsOfOlderVersionsTranslate) {
   EXPECT_DOUBLE_EQ(other.for_collection("layout:nlp:random").get_float("train.ema_decay"), 0.5);
   EXPECT_EQ(other.for_collection("layout:xla:default").get_int("preprocess.prune_hops"), 2);
   EXPECT_EQ(other.for_collection("layout:xla:random").get_int("preprocess.prune_hops"), 1);
-  // A bad entry of a replaced list names the list and the file.
+  // A bad entry of a replaced list names the file, and the entry it became or the list.
   EXPECT_THAT(error_of([] { Config::from_text("train:\n  ema_decay_by_collection: [tile:xla=2]\n", "old.yaml"); }),
               HasSubstr("old.yaml: key 'collections.tile:xla.train.ema_decay': value 2 is out of range"));
   EXPECT_THAT(error_of([] { Config::from_text("train:\n  ema_decay_by_collection: [tile:abc=0]\n", "old.yaml"); }),
