@@ -58,7 +58,7 @@ TrainSettings::TrainSettings(const Config& cfg) : TrainSettings(cfg, OneCollecti
   // Every collection's, not only data.collections': a run's config also serves tools that
   // rank other collections' graphs, and a bad section entry should fail before training.
   for (const Collection& c : Collection::all())
-    collections_[c.id()] = std::make_shared<const TrainSettings>(cfg.for_collection(c.id()), OneCollection{});
+    collections_[c.id()].reset(new TrainSettings(cfg.for_collection(c.id()), OneCollection{}));  // private: no make_shared
 }
 
 const TrainSettings& TrainSettings::of(const std::string& collection) const {
