@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 #include "common/cli/cli.h"
@@ -389,19 +390,25 @@ void Config::set_entry(const std::string& id, const std::string& key, const YAML
   if (from_set) overridden_.insert(path);
 }
 
-// Saved settings: each replaced key becomes what it means now (logged). A user's config: an
-// Error that says how to write it.
+// Saved settings: each replaced key becomes what it means now (logged once per file: a
+// run directory is opened once per collection it ranks). A user's config: an Error that
+// says how to write it.
 void Config::apply_legacy(const std::vector<Legacy>& legacy, bool translate) {
+  std::string read_as;
   for (const ReplacedKey& r : replaced_keys()) {  // in translation order, not the file's
     for (const Legacy& l : legacy) {
       if (l.key != &r) continue;
       if (!translate) throw replaced_error(r, l.value);
       const auto t = translation(r, l.value);
       for (const auto& [path, value] : t) set_path(path, parse_yaml(value, r.old_key), false);
-      if (!t.empty())
-        spdlog::info("{}: {} (a key of an older tpuperf) read as {}", source_, r.old_key, translation_yaml(t));
+      if (!t.empty()) read_as += std::string(read_as.empty() ? "" : "; ") + r.old_key + " as " + translation_yaml(t);
     }
   }
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!read_as.empty() && logged.insert(source_).second)
+    spdlog::info("{}: keys of an older tpuperf read as the collections: section: {}", source_, read_as);
 }
 
 // A key or a section path ("collections", "collections.<id>", "collections.<id>.<key or
