@@ -155,6 +155,7 @@ std::string config_help() {
     }
     out << "\n";
   }
+  out << collections_help();
   return out.str();
 }
 

@@ -24,18 +24,14 @@ std::vector<ConfigKey>& schema_table() {
        {"tile:xla", "layout:xla:random", "layout:xla:default", "layout:nlp:random",
         "layout:nlp:default"}},
 
+      // One hop on every layout collection (no collections: entry): two on layout:xla:default
+      // ranked one generated graph better but not unseen graphs, at 1.8x the nodes
+      // (docs/experiments E13).
       {"preprocess.prune_hops", T::Int, "1",
-       "keep configurable nodes and nodes within this many hops (0: only configurable, -1: no pruning)",
+       "layout graphs keep their configurable nodes and the nodes within this many hops of one "
+       "(0: only configurable nodes, -1: no pruning)",
        -1, 64},
-      // Empty by default (RESULTS.md, "Baselines: analysis" (13)): two hops on
-      // layout:xla:default rank the generated squeezenet file better within one graph
-      // (0.866 against 0.839) but not the bench tree's unseen graphs (out-of-fold 0.524
-      // against 0.546 on 4 of 5 folds, valid 0.652 against 0.657) at 1.8x the nodes. Saved
-      // settings from before this key read it as this default, which is how they pruned;
-      // a non-empty default would misread them.
-      {"preprocess.prune_hops_by_collection", T::StringList, "[]",
-       "per-collection prune hops (collection=hops) that replace preprocess.prune_hops"},
-      // 3 (RESULTS.md, "Baselines: analysis" (14)): the generated xla:default squeezenet
+      // 3 (docs/experiments E14): the generated xla:default squeezenet
       // within one graph 0.874 against 0.844 (mean of seeds 0-3; the GBT 0.882), whose
       // consecutive convolutions are 4 edges apart; 1 pruned node gave 0.839 / 0.849 on
       // seeds 0 / 1. Unseen graphs stay level (bench tree xla:default test 0.326 against
@@ -69,67 +65,44 @@ std::vector<ConfigKey>& schema_table() {
       {"train.warmup_fraction", T::Float, "0.05",
        "fraction of the steps with a linear warm-up before the cosine decay", 0, 0.5},
       {"train.grad_clip", T::Float, "1.0", "gradient norm clipping (0: off)", 0, 1e6},
-      // Averaged weights (RESULTS.md, "Baselines: analysis" (10)): within one graph the real
+      // Averaged weights (docs/experiments E10): within one graph the real
       // layout module 0.424 against 0.415 (10 splits) and all four generated layout files
       // higher (xla:default 0.840 / 0.840 against 0.837 / 0.839, seeds 0 / 1); across graphs
       // within the seeds' noise (bench-tree cv: xla:default 0.539 against 0.527, nlp:random
       // 0.694 against 0.704, whose seed 1 gave 0.683).
       {"train.ema_decay", T::Float, "0.99",
-       "exponential moving average of the weights that evaluation, checkpoints and predictions use "
-       "(0: off; update t weighs the old average min(ema_decay, (1 + t) / (10 + t))), except for the "
-       "collections train.ema_decay_by_collection names",
+       "decay of the exponential moving average of the weights that evaluation, checkpoints and "
+       "predictions use (0: off; update t weighs the old average min(ema_decay, (1 + t) / (10 + t)))",
        0, 0.99999},
-      // No averaging for tile:xla (RESULTS.md, "Baselines: analysis" (11)): on the bench tree
-      // it ranked the 30 unseen test graphs 0.970 against 0.962 and valid 0.964 against 0.957
-      // (cv 0.957 against 0.958); the tile files within one graph are 1.000 either way.
-      {"train.ema_decay_by_collection", T::StringList, "[tile:xla=0]",
-       "per-collection weight averaging (collection=decay) that replaces train.ema_decay"},
       // Choices: the trainer's loss table (trainer/losses/registry.h). Per kind, chosen on
-      // the bench tree (tests/bench/RESULTS.md, "Baselines: analysis"): hinge ranked tile's
-      // unseen graphs best (its metric is the top 5), ListMLE layout's full orders.
+      // the bench tree (docs/experiments E1): hinge ranked tile's unseen graphs best (its
+      // metric is the top 5), ListMLE layout's full orders.
       {"train.tile_loss", T::String, "hinge", "ranking loss of tile models"},
       {"train.layout_loss", T::String, "listmle", "ranking loss of layout models"},
       {"train.hinge_margin", T::Float, "0.1", "margin of the pairwise hinge loss", 0, 100},
       {"train.graphs_per_step", T::Int, "8", "graphs per optimizer step (over a fold group)", 1, 4096},
       {"train.steps_per_epoch", T::Int, "0",
-       "optimizer steps per epoch (0: one pass over the fold's train graphs)", 0, 1e9},
-      {"train.tile_steps_per_epoch", T::Int, "0",
-       "steps per epoch for tile models (0: train.steps_per_epoch); tile graphs are small and many", 0, 1e9},
-      {"train.layout_steps_per_epoch", T::Int, "0",
-       "steps per epoch for layout models (0: train.steps_per_epoch)", 0, 1e9},
+       "optimizer steps per epoch (0: one pass over the fold's train graphs, raised to "
+       "train.min_steps_per_epoch)", 0, 1e9},
       // One pass over a small collection's graphs is one or two steps per epoch (the bench
       // tree's 6-7 train graphs per fold: 10 optimizer steps in all), far too few to learn;
       // the release's layout collections (61-207 graphs) make 8-26 steps a pass, its tile
-      // collection 714. Tile's floor is higher: 60 steps an epoch ranked the bench tree's
-      // unseen tile graphs better than 20 (RESULTS.md), at a tenth of a layout step's cost.
-      {"train.tile_min_steps_per_epoch", T::Int, "60",
-       "floor on the steps of a tile epoch that is one pass over the train graphs (steps_per_epoch 0), "
-       "unless train.min_steps_per_epoch_by_collection names the collection", 1,
-       1e9},
-      {"train.layout_min_steps_per_epoch", T::Int, "20",
-       "floor on the steps of a layout epoch that is one pass over the train graphs (steps_per_epoch 0), "
-       "unless train.min_steps_per_epoch_by_collection names the collection", 1,
-       1e9},
-      // The nlp collections' cv still rose from 20 to 40 steps (0.416 -> 0.446 nlp:default,
-      // 0.699 -> 0.705 nlp:random) where xla:random levels off at 20 (RESULTS.md, "Time to
-      // quality", 2026-11-26). With sage_shape_context xla:default's cv rose 0.534 -> 0.556
-      // from 20 to 40 (test and valid too), nlp:default's only 0.429 -> 0.430 from 40 to 80
-      // ("Baselines: analysis" (20)).
-      {"train.min_steps_per_epoch_by_collection", T::StringList,
-       "[layout:nlp:random=40, layout:nlp:default=40, layout:xla:default=40]",
-       "per-collection floors (collection=steps) that replace the kind's min_steps_per_epoch"},
+      // collection 714. The collections with a floor of their own are in the default
+      // collections: section (collection_defaults()).
+      {"train.min_steps_per_epoch", T::Int, "20",
+       "floor on the steps of an epoch that is one pass over the train graphs (steps_per_epoch 0)", 1, 1e9},
       // One real layout graph of 64 train configs (the Baselines bench's 10 splits, 10
       // epochs) ranked its held-out configs at tau 0.329 / 0.392 / 0.373 / 0.346 with 6 / 12
       // / 24 passes an epoch / no cap (40 passes); 3 and 5 epochs uncapped: 0.404 / 0.380.
       {"train.max_config_passes_per_epoch", T::Float, "12",
-       "cap on the step floors (train.*min_steps_per_epoch*): a floor makes an epoch pass over "
+       "cap on the step floors (train.min_steps_per_epoch, train.single_graph_min_config_passes_per_epoch): a floor makes an epoch pass over "
        "the fold's train configs at most about this often (0 = no cap)", 0, 1e9},
       // One generated layout graph of 2,000 train configs at 20 steps an epoch (1.3 passes)
       // ranked its held-out configs below ridge regression; about 4 passes an epoch (60
-      // steps) ranked the three largest xla:default files 0.005-0.033 better (RESULTS.md,
-      // "Baselines: analysis" (12)), 8 passes the squeezenet file 0.892 against 0.874
+      // steps) ranked the three largest xla:default files 0.005-0.033 better
+      // (docs/experiments E12), 8 passes the squeezenet file 0.892 against 0.874
       // (mean of seeds 0-3; the GBT 0.882) and its seeds 0.006 apart instead of 0.031
-      // ("Baselines: analysis" (15)). Folds of two graphs or more are not affected.
+      // (docs/experiments E15). Folds of two graphs or more are not affected.
       {"train.single_graph_min_config_passes_per_epoch", T::Float, "8",
        "a fold of one train graph trains at least about this many passes over its train configs an epoch, "
        "within train.max_config_passes_per_epoch (0 = off)",
@@ -171,35 +144,15 @@ std::vector<ConfigKey>& schema_table() {
       {"model.tile.attention_heads", T::Int, "0",
        "tile model cross-config attention heads (0: off; must divide hidden)", 0, 64},
       {"model.tile.opcode_dim", T::Int, "32", "tile model opcode embedding width", 1, 4096},
-      // sage_shape_context against sage_shape on the bench tree (RESULTS.md, "Layout
-      // architectures", 2026-11-26): cv +0.017 over the four layout collections, and within
-      // one graph the real layout module 0.35 against 0.29 over 3 splits.
+      // sage_shape_context against sage_shape (docs/experiments E4; the bench tree's figures
+      // in RESULTS.md, "Layout architectures", 2026-11-26): cv +0.017 over the four layout
+      // collections, and within one graph the real layout module 0.35 against 0.29 over 3 splits.
       {"model.layout.arch", T::String, "sage_shape_context", "layout model architecture"},
       {"model.layout.hidden", T::Int, "64", "layout model width", 4, 4096},
       {"model.layout.layers", T::Int, "3", "layout model SAGE blocks", 0, 64},
-      {"model.layout.dropout", T::Float, "0.1",
-       "layout model dropout, except for the collections model.layout.dropout_by_collection names", 0, 0.9},
-      // Dropout 0.3 against 0.1 on layout:xla:random (RESULTS.md, "Baselines: analysis" (7)):
-      // the real layout module within one graph 0.417 / 0.414 against 0.392 / 0.385 (10
-      // splits, seeds 0 / 1), the generated file within one graph and the bench tree's cv
-      // at the defaults level (0.977 against 0.976; 0.708 against 0.708), cv at the layout
-      // architectures bench's settings 0.704 against 0.697. Not the others: on xla:default
-      // cv rose at those settings (0.449 against 0.417) but fell at the defaults (0.504
-      // against 0.518), and the nlp collections lost in every measure.
-      {"model.layout.dropout_by_collection", T::StringList, "[layout:xla:random=0.3]",
-       "per-collection layout dropout (collection=dropout) that replaces model.layout.dropout"},
+      {"model.layout.dropout", T::Float, "0.1", "layout model dropout", 0, 0.9},
       {"model.layout.attention_heads", T::Int, "4",
-       "layout model cross-config attention heads (0: off; must divide hidden), except for the collections "
-       "model.layout.attention_heads_by_collection names", 0, 64},
-      // No cross-config attention on layout:xla:default (RESULTS.md, "Baselines: analysis"
-      // (8)): the generated file within one graph 0.837 / 0.839 against 0.833 / 0.835
-      // (seeds 0 / 1), on the bench tree cv 0.527 against 0.518, test and valid level
-      // (0.337 / 0.685 against 0.334 / 0.685). Nor on layout:nlp:random ("Baselines:
-      // analysis" (10)): on the bench tree cv 0.714 / 0.708 against 0.704 / 0.694 (without /
-      // with weight averaging), test 0.419 / 0.407 against 0.407 / 0.395, valid 0.471 / 0.468
-      // against 0.476 / 0.476, in about 0.6x the training time; within one graph 0.962 against 0.956.
-      {"model.layout.attention_heads_by_collection", T::StringList, "[layout:xla:default=0, layout:nlp:random=0]",
-       "per-collection layout attention heads (collection=heads) that replace model.layout.attention_heads"},
+       "layout model cross-config attention heads (0: off; must divide hidden)", 0, 64},
       {"model.layout.opcode_dim", T::Int, "32", "layout model opcode embedding width", 1, 4096},
 
       {"output.dir", T::Path, "\"\"", "where training writes checkpoints, predictions, reports"},
@@ -215,6 +168,71 @@ std::vector<ConfigKey>& schema_table() {
 }  // namespace
 
 const std::vector<ConfigKey>& config_schema() { return schema_table(); }
+
+const std::vector<CollectionDefault>& collection_defaults() {
+  static const std::vector<CollectionDefault> defaults = {
+      // Tile graphs are small and many: 60 steps an epoch ranked the bench tree's unseen tile
+      // graphs better than 20 (docs/experiments E1), at a tenth of a layout step's cost.
+      {"tile:xla", "train.min_steps_per_epoch", "60"},
+      // No averaging for tile:xla (docs/experiments E11): on the bench tree it ranked the 30
+      // unseen test graphs 0.970 against 0.962 and valid 0.964 against 0.957 (cv 0.957
+      // against 0.958); the tile files within one graph are 1.000 either way.
+      {"tile:xla", "train.ema_decay", "0"},
+      // Dropout 0.3 against 0.1 on layout:xla:random (docs/experiments E7): the real layout
+      // module within one graph 0.417 / 0.414 against 0.392 / 0.385 (10 splits, seeds 0 /
+      // 1), the generated file within one graph and the bench tree's cv at the defaults
+      // level. Not the others: on xla:default cv fell at the defaults (0.504 against
+      // 0.518), and the nlp collections lost in every measure.
+      {"layout:xla:random", "model.layout.dropout", "0.3"},
+      // The nlp collections' cv still rose from 20 to 40 steps (0.416 -> 0.446 nlp:default,
+      // 0.699 -> 0.705 nlp:random) where xla:random levels off at 20 (RESULTS.md, "Time to
+      // quality", 2026-11-26). With sage_shape_context xla:default's cv rose 0.534 -> 0.556
+      // from 20 to 40 (test and valid too), nlp:default's only 0.429 -> 0.430 from 40 to 80
+      // (docs/experiments E20, E21).
+      {"layout:xla:default", "train.min_steps_per_epoch", "40"},
+      // No cross-config attention on layout:xla:default (docs/experiments E8): the generated
+      // file within one graph 0.837 / 0.839 against 0.833 / 0.835 (seeds 0 / 1), on the
+      // bench tree cv 0.527 against 0.518, test and valid level.
+      {"layout:xla:default", "model.layout.attention_heads", "0"},
+      {"layout:nlp:random", "train.min_steps_per_epoch", "40"},
+      // Nor on layout:nlp:random (docs/experiments E10): on the bench tree cv 0.714 / 0.708
+      // against 0.704 / 0.694 (without / with weight averaging), test 0.419 / 0.407 against
+      // 0.407 / 0.395, in about 0.6x the training time; within one graph 0.962 against 0.956.
+      {"layout:nlp:random", "model.layout.attention_heads", "0"},
+      {"layout:nlp:default", "train.min_steps_per_epoch", "40"},
+  };
+  return defaults;
+}
+
+std::string collection_key_problem(const ConfigKey& key, Kind kind) {
+  const auto starts = [&](const char* prefix) { return key.path.rfind(prefix, 0) == 0; };
+  const bool tile = kind == Kind::Tile;
+  const std::string kind_name = tile ? "tile" : "layout";
+  if (key.path == "train.threads_per_rank") return "is one per process, not per collection";
+  if (key.path == "preprocess.prune_hops" || key.path == "preprocess.prune_bridges")
+    return tile ? "tile graphs are not pruned" : "";
+  if (!starts("train.") && !starts("model."))
+    return "is not per collection (a collection's section takes train.*, model.*, preprocess.prune_hops and "
+           "preprocess.prune_bridges)";
+  if (starts(tile ? "model.layout." : "model.tile.") || starts(tile ? "train.layout_" : "train.tile_"))
+    return "a " + kind_name + " collection does not read it (its keys are model." + kind_name + ".* and train." +
+           kind_name + "_*)";
+  return "";
+}
+
+std::string collections_help() {
+  std::string out =
+      "  collections (map of collection id to keys, default below)\n"
+      "      a collection's own values of train.*, model.*, preprocess.prune_hops and\n"
+      "      preprocess.prune_bridges, checked as the keys are; they replace the top-level values\n"
+      "      for that collection alone. Entries merge over the default section; null removes one\n"
+      "      (the collection follows the top-level key), <id>: null clears the collection's\n"
+      "      section. In a file: collections: {layout:xla:random: {model.layout.dropout: 0.3}};\n"
+      "      on the command line: --set collections.layout:xla:random.model.layout.dropout=0.3\n";
+  for (const auto& d : collection_defaults())
+    out += "      " + d.collection + ": " + d.key + ": " + d.value_yaml + "\n";
+  return out;
+}
 
 void set_schema_choices(const std::string& key, std::vector<std::string> choices) {
   for (ConfigKey& k : schema_table())

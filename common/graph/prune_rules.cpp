@@ -1,51 +1,60 @@
 #include "common/graph/prune_rules.h"
 
-#include "common/graph/collection.h"
 #include "common/base/error.h"
-#include "common/config/per_collection.h"
+#include "common/graph/collection.h"
 
 namespace tpuperf {
 
 namespace {
 
 constexpr const char* kHopsKey = "preprocess.prune_hops";
-constexpr const char* kListKey = "preprocess.prune_hops_by_collection";
 constexpr const char* kBridgesKey = "preprocess.prune_bridges";
 
-int parse_hops(const std::string& text, const ConfigKey& key) {
-  return static_cast<int>(parse_config_int(text, key));
+// "<what> <value>" for the collections whose value differs from the most common one, then
+// "others <value>" (or the value alone when all agree).
+std::string describe_values(const std::map<std::string, int>& values) {
+  std::map<int, int> count;
+  for (const auto& [id, v] : values) ++count[v];
+  int usual = values.empty() ? 0 : values.begin()->second;
+  for (const auto& [v, n] : count)
+    if (n > count[usual]) usual = v;
+  std::string out;
+  for (const auto& [id, v] : values)
+    if (v != usual) out += id + " " + std::to_string(v) + ", ";
+  return out + (out.empty() ? "" : "others ") + std::to_string(usual);
 }
 
 }  // namespace
 
-PruneRules::PruneRules(const Config& cfg)
-    : hops_(static_cast<int>(cfg.get_int(kHopsKey))), bridges_(static_cast<int>(cfg.get_int(kBridgesKey))) {
-  try {
-    hops_by_collection_ = per_collection<int>(cfg.get_list(kListKey), kListKey, "hops", kHopsKey, parse_hops);
-    require_layout_collections(hops_by_collection_, kListKey);
-  } catch (Error& e) {
-    throw e.with_file(cfg.origin(kListKey));  // the config file or --set that gave the list
+PruneRules::PruneRules(const Config& cfg) {
+  for (const Collection& c : Collection::all()) {
+    if (c.kind != Kind::Layout) continue;
+    const Config own = cfg.for_collection(c.id());
+    rules_[c.id()] = {static_cast<int>(own.get_int(kHopsKey)), static_cast<int>(own.get_int(kBridgesKey))};
   }
 }
 
 PruneRules PruneRules::saved(const Config& cfg) {
   PruneRules rules(cfg);
-  // The list's default (empty) is already how settings without it pruned; the bridges'
-  // default is not.
-  if (!cfg.given(kBridgesKey)) rules.bridges_ = 0;
+  // The bridges' schema default is not how settings without the key pruned.
+  for (auto& [id, rule] : rules.rules_)
+    if (!cfg.for_collection(id).given(kBridgesKey)) rule.bridges = 0;
   return rules;
 }
 
 PruneRule PruneRules::of(const std::string& collection) const {
-  const auto own = hops_by_collection_.find(Collection::parse(collection).id());
-  return {own != hops_by_collection_.end() ? own->second : hops_, bridges_};
+  const auto own = rules_.find(Collection::parse(collection).id());
+  if (own == rules_.end()) throw Error(collection + " graphs are not pruned (not a layout collection)");
+  return own->second;
 }
 
 std::string PruneRules::describe() const {
-  std::string hops;
-  for (const auto& [id, h] : hops_by_collection_) hops += id + " " + std::to_string(h) + ", ";
-  hops += (hops_by_collection_.empty() ? "" : "others ") + std::to_string(hops_);
-  return "hops: " + hops + "; bridges through " + std::to_string(bridges_) + " pruned nodes";
+  std::map<std::string, int> hops, bridges;
+  for (const auto& [id, rule] : rules_) {
+    hops[id] = rule.hops;
+    bridges[id] = rule.bridges;
+  }
+  return "hops: " + describe_values(hops) + "; bridges through " + describe_values(bridges) + " pruned nodes";
 }
 
 }  // namespace tpuperf

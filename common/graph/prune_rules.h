@@ -1,8 +1,8 @@
-// How each layout collection's graphs are pruned (common/graph/prune.h): by preprocess.prune_hops,
-// unless preprocess.prune_hops_by_collection names the collection, and bridged through
-// preprocess.prune_bridges pruned nodes. Read in one place for the preprocessing (which
-// prunes) and the ranker and tpuperf-inspect (which must prune a graph as a run's data was
-// pruned).
+// How each layout collection's graphs are pruned (common/graph/prune.h): by
+// preprocess.prune_hops and bridged through preprocess.prune_bridges pruned nodes, each as
+// the collection's config reads it (Config::for_collection: its collections: section may
+// set its own). Read in one place for the preprocessing (which prunes) and the ranker and
+// tpuperf-inspect (which must prune a graph as a run's data was pruned).
 #pragma once
 
 #include <map>
@@ -15,12 +15,11 @@ namespace tpuperf {
 
 class PruneRules {
  public:
-  // The rules a config asks for. Throws Error naming the key (and the file or --set that
-  // gave it) on a bad entry or a tile collection in the list.
+  // The rules a config asks for.
   explicit PruneRules(const Config& cfg);
   // The rules saved settings (a manifest's, a run's preprocess_settings.yaml) were applied
-  // with. Settings saved before a key existed lack it, and their data was pruned as
-  // without it: no bridges, and every collection by preprocess.prune_hops.
+  // with. Settings saved before preprocess.prune_bridges existed lack it, and their data
+  // was pruned without bridges.
   static PruneRules saved(const Config& cfg);
 
   PruneRule of(const std::string& collection) const;
@@ -28,9 +27,7 @@ class PruneRules {
   std::string describe() const;
 
  private:
-  int hops_;
-  int bridges_;
-  std::map<std::string, int> hops_by_collection_;
+  std::map<std::string, PruneRule> rules_;  // every layout collection's
 };
 
 }  // namespace tpuperf

@@ -177,7 +177,7 @@ def main():
               "`mpirun --bind-to none -np 2 tpuperf-train --fresh` with the project's defaults at the "
               "time of the run (configs/tpugraphs.yaml, i.e. the schema's: 5 folds, 10 epochs of one "
               "pass over the fold's train graphs but at least the collection's floor, its entry in "
-              "train.min_steps_per_epoch_by_collection or else train.{tile,layout}_min_steps_per_epoch, "
+              "the collections: section or else train.min_steps_per_epoch, "
               "default models and losses)"
               + (" and with the bench settings of `bench_train.sh --bench-tree` (2 folds, 8 epochs x 20 "
                  "steps, lr 0.003, tile slate 64, hidden 32, 2 layers)" if "across-bench" in runs else "")

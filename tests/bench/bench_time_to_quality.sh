@@ -7,8 +7,8 @@
 # Data: the bench tree (tpuperf-synth --scale bench --seed 0, shared with the other
 # benches), preprocessed with the schema's defaults (5 folds). Each run: `mpirun -np 2
 # tpuperf-train --fresh` with the defaults, the one collection, and the budget as the
-# collection's floor on a one-pass epoch, train.min_steps_per_epoch_by_collection =
-# [<collection>=B] (a bench tree fold's one pass is below every budget here, so each
+# collection's floor on a one-pass epoch, collections.<collection>.train.min_steps_per_epoch
+# = B (a bench tree fold's one pass is below every budget here, so each
 # epoch trains B steps; 10 epochs). Scores: test (tpuperf-score against the tree's
 # truth), valid (the fold ensemble on the valid split) and cv (mean out-of-fold score of
 # the best epochs). The
@@ -66,7 +66,7 @@ for coll in $COLLECTIONS; do
     echo "== $coll: $b steps per epoch"
     l0=$(load1); t0=$(date +%s.%N)
     mpi 2 "$BIN/tpuperf-train" --config "$WORK/config.yaml" --fresh --set "data.collections=[$coll]" \
-      --set "train.min_steps_per_epoch_by_collection=[$coll=$b]" --set "output.dir=$out" > "$out.log" 2>&1 ||
+      --set "collections.$coll.train.min_steps_per_epoch=$b" --set "output.dir=$out" > "$out.log" 2>&1 ||
       { tail -20 "$out.log"; exit 1; }
     wall=$(echo "$(date +%s.%N) - $t0" | bc)
     "$BIN/tpuperf-score" --submission "$out/submission.csv" --truth "$WORK/truth-$ctag" --json > "$out.score.json"
@@ -165,8 +165,8 @@ lines = ["## Time to quality", "",
          "Data: the bench tree (`tpuperf-synth --scale bench --seed 0`), preprocessed with the defaults "
          "(5 folds). Each row: `mpirun --bind-to none -np 2 tpuperf-train --fresh` with the project's "
          "defaults of the time (configs/tpugraphs.yaml, i.e. the schema's) on that collection alone, with the "
-         "collection's floor on a one-pass epoch `train.min_steps_per_epoch_by_collection` = "
-         "[<collection>=the budget] (before 2026-11-26 08:29 UTC: the kind's floor "
+         "collection's floor on a one-pass epoch `collections.<collection>.train.min_steps_per_epoch` = "
+         "the budget (before 2026-11-28: the same floor as a per-collection list entry; before 2026-11-26 08:29 UTC: the kind's floor "
          "`train.{tile,layout}_min_steps_per_epoch`, the same for a run of one collection): "
          "a bench-tree fold's pass is shorter, so every epoch trains that many steps, 10 epochs, "
          "5 fold models, two at a time (one per rank). Test: tpuperf-score on the test graphs "

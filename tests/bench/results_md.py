@@ -51,9 +51,8 @@ def schema_default(help_config, key):
 
 
 def collection_floor(help_config, collection):
-    """A collection's default floor on the steps of a one-pass epoch: its own entry in
-    train.min_steps_per_epoch_by_collection, else its kind's train.<kind>_min_steps_per_epoch."""
-    entries = schema_default(help_config, "train.min_steps_per_epoch_by_collection").strip("[]").split(",")
-    own = dict((k.strip(), v.strip()) for k, v in (e.split("=", 1) for e in entries if "=" in e))
-    kind = "tile" if collection.startswith("tile") else "layout"
-    return own.get(collection, schema_default(help_config, f"train.{kind}_min_steps_per_epoch"))
+    """A collection's default floor on the steps of a one-pass epoch: its own in the default
+    collections: section (listed by --help-config as "<id>: train.min_steps_per_epoch: N"),
+    else train.min_steps_per_epoch."""
+    m = re.search(r"^ +%s: train\.min_steps_per_epoch: (\S+)$" % re.escape(collection), help_config, flags=re.M)
+    return m.group(1) if m else schema_default(help_config, "train.min_steps_per_epoch")

@@ -31,8 +31,9 @@ struct ModelSpec {
 };
 
 // The spec the config's model.<kind>.* keys and model.fused describe (num_node_feat 0: the
-// data sets it). The one reader of those keys: training builds its models from it, and the
-// ranker falls back to it for checkpoints that predate recording their spec.
+// data sets it); a collection's, when cfg is its Config::for_collection. The one reader of
+// those keys: training builds its models from it, and the ranker falls back to it for
+// checkpoints that predate recording their spec.
 ModelSpec configured_model_spec(const Config& cfg, Kind kind);
 
 }  // namespace tpuperf

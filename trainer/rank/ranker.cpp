@@ -65,6 +65,7 @@ Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph) const {
   std::vector<GraphScores> members;
   const FeatureTransform* applied = nullptr;
   int64_t unique = 0;
+  const int64_t chunk = run.chunk(id);
   for (const Fold& f : folds) {
     // Folds share the transform of their collection's train split; apply it once.
     if (!applied || !same_transform(*applied, f.transform)) {
@@ -73,7 +74,7 @@ Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph) const {
       applied = &f.transform;
     }
     const ConfigSource source = source_of(graph, collection.kind);
-    GraphScores s = score_every_config(*f.model, source, run.chunk(collection.kind));
+    GraphScores s = score_every_config(*f.model, source, chunk);
     s.collection = id;
     s.split = "test";
     s.name = graph.name;
@@ -114,7 +115,7 @@ Ranker::Ranker(const std::string& run_dir, const std::string& collection, const 
   impl_->id = impl_->collection.id();
   set_compute_threads(std::max(1, options.threads));
   if (options.keep_freed_memory) keep_freed_memory_for_reuse();
-  const ModelSpec configured = impl_->run.configured_model(impl_->collection.kind);
+  const ModelSpec configured = impl_->run.configured_model(impl_->id);
   for (const std::string& path : impl_->run.fold_checkpoints(impl_->id)) {
     Impl::Fold f;
     f.model = load_trained_model(path, configured, options.fused, &f.transform);

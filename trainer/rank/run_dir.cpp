@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "common/base/error.h"
-#include "common/base/files.h"
 #include "common/base/log.h"
 
 namespace tpuperf {
@@ -18,11 +17,15 @@ std::string fold_checkpoint(const std::string& dir, const std::string& collectio
 
 }  // namespace
 
-int64_t RunDir::chunk(Kind kind) const {
-  return config.get_int(kind == Kind::Tile ? "train.tile_eval_chunk" : "train.layout_eval_chunk");
+int64_t RunDir::chunk(const std::string& collection) const {
+  const Kind kind = Collection::parse(collection).kind;
+  return config.for_collection(collection).get_int(kind == Kind::Tile ? "train.tile_eval_chunk"
+                                                                      : "train.layout_eval_chunk");
 }
 
-ModelSpec RunDir::configured_model(Kind kind) const { return configured_model_spec(config, kind); }
+ModelSpec RunDir::configured_model(const std::string& collection) const {
+  return configured_model_spec(config.for_collection(collection), Collection::parse(collection).kind);
+}
 
 std::vector<std::string> RunDir::fold_checkpoints(const std::string& collection) const {
   std::vector<std::string> out;
@@ -50,11 +53,11 @@ RunDir open_run_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) throw Error("is not a directory (expected a tpuperf-train output.dir)", dir);
   if (!fs::exists(config_file))
     throw Error("is missing: not the output.dir of a finished tpuperf-train run", config_file);
-  Config config = Config::load(config_file, {});
+  Config config = Config::load_saved(config_file);
   const std::string settings_file = dir + "/" + kPreprocessSettingsFile;
   const bool have_settings = fs::exists(settings_file);
   PruneRules prune =
-      PruneRules::saved(have_settings ? Config::from_text(read_text_file(settings_file), settings_file) : config);
+      PruneRules::saved(have_settings ? Config::load_saved(settings_file) : config);
   if (!have_settings)
     spdlog::warn("{} has no {} (trained by an older tpuperf): pruning layout graphs by the train config's "
                  "preprocess.prune_* keys ({})",

@@ -1,9 +1,11 @@
 // What a training run's directory (output.dir) holds for prediction, read without a
 // processed tree: the effective training config (train_config.yaml: ensemble method, tile
-// keep-default rule, scoring chunks, the configured model for checkpoints that record
-// none), the preprocessing settings its graphs were prepared with
-// (preprocess_settings.yaml, written by tpuperf-train: how each collection was pruned) and every fold's best
-// checkpoint per collection.
+// keep-default rule, each collection's scoring chunks and configured model for checkpoints
+// that record none, as its collections: section sets them), the preprocessing settings its
+// graphs were prepared with (preprocess_settings.yaml, written by tpuperf-train: how each
+// collection was pruned) and every fold's best checkpoint per collection. Files of older
+// versions load: their keys that the collections: section replaced are read as entries of
+// it (Config::from_text).
 #pragma once
 
 #include <string>
@@ -27,10 +29,11 @@ struct RunDir {
   EnsembleMethod ensemble = EnsembleMethod::MeanZ;
   bool tile_keep_default = true;
 
-  int64_t chunk(Kind kind) const;
-  // The configured model of a collection (for checkpoints written before specs were recorded).
-  // Its dropout is the kind's: ranking runs the models in evaluation mode, where it does nothing.
-  ModelSpec configured_model(Kind kind) const;
+  // Configs a collection's models score in one forward pass.
+  int64_t chunk(const std::string& collection) const;
+  // The model the config asked for a collection (for checkpoints written before specs were
+  // recorded).
+  ModelSpec configured_model(const std::string& collection) const;
   // Best checkpoints of fold 0, 1, ... of the collection. Throws Error naming the run
   // directory and what is missing.
   std::vector<std::string> fold_checkpoints(const std::string& collection) const;

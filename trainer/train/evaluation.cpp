@@ -46,8 +46,9 @@ ConfigSource source_of(const GraphSet& set, int64_t i) {
   return src;
 }
 
-std::vector<GraphScores> score_set(const TrainSettings& s, RankingModel& model, const GraphSet& set,
+std::vector<GraphScores> score_set(const TrainSettings& settings, RankingModel& model, const GraphSet& set,
                                    const std::string& split, int fold, bool all_configs, MPI_Comm group) {
+  const TrainSettings& s = settings.of(set.collection());  // with the collection's own train.*
   int rank = 0, size = 1;
   MPI_Comm_rank(group, &rank);
   MPI_Comm_size(group, &size);

@@ -131,8 +131,9 @@ void drop_metrics_after(const std::string& path, int64_t epochs_done) {
 
 }  // namespace
 
-std::string train_fold(const TrainSettings& s, const std::string& collection, int fold, const FoldData& data,
+std::string train_fold(const TrainSettings& settings, const std::string& collection, int fold, const FoldData& data,
                        MPI_Comm group, bool resume) {
+  const TrainSettings& s = settings.of(collection);  // with the collection's own train.*, model.*
   int rank = 0, size = 1;
   MPI_Comm_rank(group, &rank);
   MPI_Comm_size(group, &size);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -43,15 +44,24 @@ bool free_on_resume(const std::string& key) {
 // Keys whose change makes a resumed run differ from an uninterrupted one.
 std::vector<std::string> changed_settings(const Config& saved, const Config& now) {
   std::vector<std::string> changed;
-  for (const auto& key : config_schema()) {
-    const bool shapes_training = key.path.rfind("train.", 0) == 0 || key.path.rfind("model.", 0) == 0;
-    if (!shapes_training || free_on_resume(key.path)) continue;
+  std::vector<std::string> paths;
+  for (const auto& key : config_schema()) paths.push_back(key.path);
+  // The collections' sections too, an entry either config holds ("null" in the other).
+  for (const Config* c : {&saved, &now})
+    for (const auto& entry : c->section_entries())
+      if (std::find(paths.begin(), paths.end(), entry) == paths.end()) paths.push_back(entry);
+  for (const auto& path : paths) {
+    const bool entry = path.rfind("collections.", 0) == 0;
+    const std::string key = entry ? path.substr(path.find('.', 12) + 1) : path;
+    const bool shapes_training = key.rfind("train.", 0) == 0 || key.rfind("model.", 0) == 0;
+    if (!shapes_training || free_on_resume(key)) continue;
     // A saved config holds every key of its time: a missing one is newer than the run, whose
     // training it did not shape (e.g. a cap added later would change its remaining steps).
-    if (!saved.given(key.path))
-      changed.push_back(key.path + " (not in the saved config: the run predates the key; start it --fresh)");
-    else if (saved.value_text(key.path) != now.value_text(key.path))
-      changed.push_back(key.path + " (" + saved.value_text(key.path) + " -> " + now.value_text(key.path) + ")");
+    // A section entry it lacks is one the run did not have.
+    if (!entry && !saved.given(path))
+      changed.push_back(path + " (not in the saved config: the run predates the key; start it --fresh)");
+    else if (saved.value_text(path) != now.value_text(path))
+      changed.push_back(path + " (" + saved.value_text(path) + " -> " + now.value_text(path) + ")");
   }
   return changed;
 }
@@ -100,7 +110,7 @@ void check_resume_identity(const std::string& output_dir, const Config& now,
   const std::string data_path = output_dir + "/" + kDataIdentityFileName;
   std::vector<std::string> problems;
   if (fs::exists(config_path)) {
-    const auto changed = changed_settings(Config::load(config_path, {}), now);
+    const auto changed = changed_settings(Config::load_saved(config_path), now);
     if (!changed.empty()) problems.push_back("settings changed: " + join(changed));
   } else {
     spdlog::warn("{}: no train_config.yaml; cannot check that --resume continues with the same settings", output_dir);

@@ -285,7 +285,7 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
         GraphSet train(s.processed_dir, manifest, c,
                        [&](const ManifestGraph& g) { return g.split == "train" && (k == 1 || g.fold != fold); },
                        c + " train fold " + std::to_string(fold));
-        train.set_config_cache_mb(s.config_cache_mb);
+        train.set_config_cache_mb(s.of(c).config_cache_mb);
         GraphSet oof(s.processed_dir, manifest, c,
                      [&](const ManifestGraph& g) { return k > 1 && g.split == "train" && g.fold == fold; },
                      c + " oof fold " + std::to_string(fold));

@@ -5,19 +5,23 @@
 
 #include "common/base/error.h"
 #include "common/graph/collection.h"
-#include "common/config/per_collection.h"
 #include "trainer/models/registry.h"
 
 namespace tpuperf {
 
-// A function-try-block: the member initializers read keys too. Errors name the key; the
-// handler adds where its value came from (the config file or --set).
-TrainSettings::TrainSettings(const Config& cfg) try
+// A function-try-block: the member initializers read keys too. Errors name the key as
+// the config sets it (a collection's section entry, for a collection's settings) and
+// where its value came from (the config file or --set).
+TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
     : processed_dir(cfg.get_path("data.processed_dir")),
       output_dir(cfg.get_path("output.dir")),
       collections(cfg.get_list("data.collections")),
       epochs(cfg.get_int("train.epochs")),
       graphs_per_step(cfg.get_int("train.graphs_per_step")),
+      fixed_steps_per_epoch(cfg.get_int("train.steps_per_epoch")),
+      min_steps_per_epoch(cfg.get_int("train.min_steps_per_epoch")),
+      max_config_passes_per_epoch(cfg.get_float("train.max_config_passes_per_epoch")),
+      single_graph_min_config_passes_per_epoch(cfg.get_float("train.single_graph_min_config_passes_per_epoch")),
       tile_slate(cfg.get_int("train.tile_slate")),
       layout_slate(cfg.get_int("train.layout_slate")),
       eval_max_configs(cfg.get_int("train.eval_max_configs")),
@@ -34,30 +38,9 @@ TrainSettings::TrainSettings(const Config& cfg) try
       tile_model(configured_model_spec(cfg, Kind::Tile)),
       layout_model(configured_model_spec(cfg, Kind::Layout)),
       ensemble(cfg.get_string("output.ensemble")),
-      tile_keep_default(cfg.get_bool("output.tile_keep_default")) {
-  const int64_t steps = cfg.get_int("train.steps_per_epoch");
-  tile_steps_per_epoch = cfg.get_int("train.tile_steps_per_epoch");
-  layout_steps_per_epoch = cfg.get_int("train.layout_steps_per_epoch");
-  tile_min_steps_per_epoch = cfg.get_int("train.tile_min_steps_per_epoch");
-  layout_min_steps_per_epoch = cfg.get_int("train.layout_min_steps_per_epoch");
-  max_config_passes_per_epoch = cfg.get_float("train.max_config_passes_per_epoch");
-  single_graph_min_config_passes_per_epoch = cfg.get_float("train.single_graph_min_config_passes_per_epoch");
-  collection_min_steps = per_collection<int64_t>(cfg.get_list("train.min_steps_per_epoch_by_collection"),
-                                                 "train.min_steps_per_epoch_by_collection", "steps",
-                                                 "train.layout_min_steps_per_epoch", parse_config_int);
-  collection_dropout = per_collection<double>(cfg.get_list("model.layout.dropout_by_collection"),
-                                              "model.layout.dropout_by_collection", "dropout",
-                                              "model.layout.dropout", parse_config_float);
-  collection_attention_heads = per_collection<int64_t>(
-      cfg.get_list("model.layout.attention_heads_by_collection"), "model.layout.attention_heads_by_collection",
-      "heads", "model.layout.attention_heads", parse_config_int);
-  collection_ema_decay = per_collection<double>(cfg.get_list("train.ema_decay_by_collection"),
-                                                "train.ema_decay_by_collection", "decay", "train.ema_decay",
-                                                parse_config_float);
-  require_layout_collections(collection_dropout, "model.layout.dropout_by_collection");
-  require_layout_collections(collection_attention_heads, "model.layout.attention_heads_by_collection");
-  if (tile_steps_per_epoch == 0) tile_steps_per_epoch = steps;
-  if (layout_steps_per_epoch == 0) layout_steps_per_epoch = steps;
+      tile_keep_default(cfg.get_bool("output.tile_keep_default")),
+      collection_id(cfg.collection()),
+      ema_decay_key(cfg.key_path("train.ema_decay")) {
   for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
     loss->name = cfg.get_string(key);
     loss->margin = cfg.get_float("train.hinge_margin");
@@ -65,55 +48,56 @@ TrainSettings::TrainSettings(const Config& cfg) try
   }
   // Building each model once checks its name and options, naming the key, before any work.
   for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(kind_model_spec(kind, 1));
-  for (const auto& [id, heads] : collection_attention_heads) {
-    try {
-      make_model(model_spec(id, 1));
-    } catch (const std::exception& e) {
-      throw Error(id + "=" + std::to_string(heads) + ": " + e.what(), "", "model.layout.attention_heads_by_collection");
-    }
-  }
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
   if (output_dir.empty()) throw Error("is not set", "", "output.dir");
-} catch (Error& e) {
-  throw e.with_file(cfg.origin(e.key()));
+} catch (const Error& e) {
+  throw cfg.located(e);
 }
 
-double TrainSettings::ema_decay_of(const std::string& collection) const {
-  const auto own = collection_ema_decay.find(Collection::parse(collection).id());
-  return own != collection_ema_decay.end() ? own->second : ema_decay;
+TrainSettings::TrainSettings(const Config& cfg) : TrainSettings(cfg, OneCollection{}) {
+  // Every collection's, not only data.collections': a run's config also serves tools that
+  // rank other collections' graphs, and a bad section entry should fail before training.
+  for (const Collection& c : Collection::all())
+    collections_[c.id()].reset(new TrainSettings(cfg.for_collection(c.id()), OneCollection{}));  // private: no make_shared
 }
+
+const TrainSettings& TrainSettings::of(const std::string& collection) const {
+  const std::string id = Collection::parse(collection).id();
+  if (id == collection_id) return *this;
+  const auto own = collections_.find(id);
+  if (own == collections_.end())
+    throw Error("program asked for " + id + "'s settings from " + collection_id + "'s");
+  return *own->second;
+}
+
+double TrainSettings::ema_decay_of(const std::string& collection) const { return of(collection).ema_decay; }
 
 std::string TrainSettings::ema_decay_key_of(const std::string& collection) const {
-  return collection_ema_decay.count(Collection::parse(collection).id()) ? "train.ema_decay_by_collection"
-                                                                       : "train.ema_decay";
+  return of(collection).ema_decay_key;
 }
 
 int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs,
                                        int64_t train_graphs) const {
+  const TrainSettings& own = of(collection);
+  if (own.fixed_steps_per_epoch > 0) return own.fixed_steps_per_epoch;
   const Kind kind = Collection::parse(collection).kind;
-  const bool tile = kind == Kind::Tile;
-  const int64_t set = tile ? tile_steps_per_epoch : layout_steps_per_epoch;
-  if (set > 0) return set;
-  const auto own = collection_min_steps.find(collection);
-  int64_t floor = own != collection_min_steps.end() ? own->second
-                  : tile                            ? tile_min_steps_per_epoch
-                                                    : layout_min_steps_per_epoch;
-  const double per_step = static_cast<double>(graphs_per_step * slate(kind));
+  int64_t floor = own.min_steps_per_epoch;
+  const double per_step = static_cast<double>(own.graphs_per_step * own.slate(kind));
   const auto steps_for = [&](double passes) {
     return static_cast<int64_t>(std::ceil(passes * static_cast<double>(train_configs) / per_step));
   };
   // The floors came from folds of many graphs, where more steps stopped helping; one graph
   // of 2,000 configs at a floor of 20 steps sees each config 13 times in 10 epochs, and
-  // ranked its held-out configs better with about 3x that (RESULTS.md, "Baselines:
-  // analysis" (12)). Only a lone graph: the bench tree's folds of 6-7 graphs with 10^4-10^5
+  // ranked its held-out configs better with about 3x that (docs/experiments E12, E15).
+  // Only a lone graph: the bench tree's folds of 6-7 graphs with 10^4-10^5
   // configs would train thousands of steps an epoch.
-  if (single_graph_min_config_passes_per_epoch > 0 && train_configs > 0 && train_graphs == 1)
-    floor = std::max(floor, steps_for(single_graph_min_config_passes_per_epoch));
+  if (own.single_graph_min_config_passes_per_epoch > 0 && train_configs > 0 && train_graphs == 1)
+    floor = std::max(floor, steps_for(own.single_graph_min_config_passes_per_epoch));
   // The cap: the floors were chosen for folds of many graphs with thousands of configs; one
   // graph of 64 configs at a floor of 20 sees each config 400 times in 10 epochs, and ranked
-  // its held-out configs worse than at 120 (tests/bench/RESULTS.md, "Baselines: analysis" (6)).
-  if (max_config_passes_per_epoch > 0 && train_configs > 0)
-    floor = std::min(floor, steps_for(max_config_passes_per_epoch));  // >= 1: passes and configs are positive
+  // its held-out configs worse than at 120 (docs/experiments E6).
+  if (own.max_config_passes_per_epoch > 0 && train_configs > 0)
+    floor = std::min(floor, steps_for(own.max_config_passes_per_epoch));  // >= 1: passes and configs are positive
   return std::max(pass_steps, floor);
 }
 
@@ -124,12 +108,7 @@ ModelSpec TrainSettings::kind_model_spec(Kind kind, int64_t num_node_feat) const
 }
 
 ModelSpec TrainSettings::model_spec(const std::string& collection, int64_t num_node_feat) const {
-  ModelSpec spec = kind_model_spec(Collection::parse(collection).kind, num_node_feat);
-  const auto own = collection_dropout.find(collection);
-  if (own != collection_dropout.end()) spec.options.dropout = own->second;
-  const auto heads = collection_attention_heads.find(collection);
-  if (heads != collection_attention_heads.end()) spec.options.attention_heads = heads->second;
-  return spec;
+  return of(collection).kind_model_spec(Collection::parse(collection).kind, num_node_feat);
 }
 
 std::string checkpoint_path(const TrainSettings& s, const std::string& collection, int fold,

@@ -1,10 +1,13 @@
 // The train.*, model.* and output.* settings a training run reads, in one place, and
-// where a run's files live below output.dir.
+// where a run's files live below output.dir. A collection's folds read its own
+// (TrainSettings::of): the config's collections: section may give it its own train.* and
+// model.* values (common/config/config.h).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,10 +25,8 @@ struct TrainSettings {
   std::string processed_dir, output_dir;
   std::vector<std::string> collections;
   int64_t epochs{}, graphs_per_step{};
-  int64_t tile_steps_per_epoch{}, layout_steps_per_epoch{};  // 0: one pass
-  // Floors on an epoch that is one pass over the train graphs.
-  int64_t tile_min_steps_per_epoch{}, layout_min_steps_per_epoch{};
-  std::map<std::string, int64_t> collection_min_steps;  // replaces the kind's floor
+  int64_t fixed_steps_per_epoch{};  // train.steps_per_epoch; 0: one pass, with a floor
+  int64_t min_steps_per_epoch{};  // the floor on an epoch that is one pass over the train graphs
   // Caps a floor at about this many passes over the fold's train configs (0: no cap), so
   // that a few small graphs are not repeated hundreds of times an epoch. A step counts as
   // graphs_per_step full slates.
@@ -37,41 +38,49 @@ struct TrainSettings {
   int64_t tile_eval_chunk{}, layout_eval_chunk{};
   double lr{}, weight_decay{}, warmup_fraction{}, grad_clip{};
   double ema_decay{};  // 0: no weight averaging (weight_average.h)
-  std::map<std::string, double> collection_ema_decay;  // replaces ema_decay
   double stall_timeout_s{};
   double config_cache_mb{};  // the train set's layout config rows kept inflated
   LossOptions tile_loss, layout_loss;
   uint64_t seed{};
   ModelSpec tile_model, layout_model;  // the kinds' configured models (num_node_feat 0: the data's)
-  std::map<std::string, double> collection_dropout;  // replaces layout_model.options.dropout
-  std::map<std::string, int64_t> collection_attention_heads;  // replaces layout_model.options.attention_heads
   std::string ensemble;
   bool tile_keep_default{};  // output.tile_keep_default, see tile_top_k
 
   // Throws Error naming the key of an invalid setting (unknown loss or model, heads that
-  // do not divide the width, unset directories).
+  // do not divide the width, unset directories), in a collection's section too
+  // ("collections.<id>.<key>").
   explicit TrainSettings(const Config& cfg);
+  // The settings of a collection's folds: every member as the collection's config reads it
+  // (Config::for_collection). Throws Error on an unknown collection.
+  const TrainSettings& of(const std::string& collection) const;
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
   int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
   const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
-  // The configured steps per epoch, or, when that is 0, one pass over the train graphs
-  // (`pass_steps`) with the collection's floor (its own, else its kind's), raised to
+  // The collection's steps per epoch, or, when that is 0, one pass over the train graphs
+  // (`pass_steps`) with the collection's floor, raised to
   // single_graph_min_config_passes_per_epoch passes over the fold's `train_configs` when it
   // has one `train_graphs`, then capped at max_config_passes_per_epoch
   // passes (train_configs 0: unknown, neither). No defaults: a caller that forgot the counts
   // would silently train another budget.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs,
                           int64_t train_graphs) const;
-  // The weight averaging decay of a collection's folds: its own, else train.ema_decay.
+  // The weight averaging decay of a collection's folds.
   double ema_decay_of(const std::string& collection) const;
-  // The key that set ema_decay_of(collection), for errors that name it.
+  // The key that set ema_decay_of(collection) (train.ema_decay or the collection's section
+  // entry), for errors that name it.
   std::string ema_decay_key_of(const std::string& collection) const;
   // The model the config asks a collection's folds for, for data with this many node
-  // feature columns: its kind's, with its own dropout and attention heads
-  // (model.layout.dropout_by_collection, model.layout.attention_heads_by_collection).
+  // feature columns: its kind's model.<kind>.* as the collection's config reads them.
   ModelSpec model_spec(const std::string& collection, int64_t num_node_feat) const;
-  // The kind's model alone, without any collection's own settings.
+  // The kind's model as the top-level keys describe it, without any collection's section.
   ModelSpec kind_model_spec(Kind kind, int64_t num_node_feat) const;
+
+ private:
+  struct OneCollection {};
+  TrainSettings(const Config& own, OneCollection);
+  std::string collection_id;  // the collection whose settings these are; "" for the top level's
+  std::string ema_decay_key;  // where ema_decay came from
+  std::map<std::string, std::shared_ptr<const TrainSettings>> collections_;  // of()
 };
 
 // Where a fold's files live below output.dir.

@@ -215,14 +215,14 @@ def parse_prune(spec):
 
 def main():
     raw, processed, k = sys.argv[1], sys.argv[2], int(sys.argv[4])
-    hops, hops_by_collection, max_bridged = parse_prune(sys.argv[3])
+    hops, own_hops, max_bridged = parse_prune(sys.argv[3])
     m = load(processed)
     shards = Shards(processed)
     fam_fold = {}
     num_bridges = 0
     for mg in m["graphs"]:
         g = shards.graph(mg["shard"], mg["index"])
-        num_bridges += check_graph(raw, mg, g, hops_by_collection.get(mg["collection"], hops), max_bridged)
+        num_bridges += check_graph(raw, mg, g, own_hops.get(mg["collection"], hops), max_bridged)
         if g["fold"] != mg["fold"]:
             fail(f"{mg['name']}: fold {g['fold']} in shard, {mg['fold']} in manifest")
         if mg["split"] == "train":

@@ -12,7 +12,7 @@ BIN=$1
 SRC=$2
 PY=/usr/bin/python3
 CHECK="$PY $SRC/tests/pipeline/preprocess/check_processed.py"
-# The pruning of cfg.yaml: 1 hop, 2 on layout:xla:default (preprocess.prune_hops_by_collection),
+# The pruning of cfg.yaml: 1 hop, 2 on layout:xla:default (its collections: section),
 # bridges through up to 2 pruned nodes.
 HOPS=1,layout:xla:default=2,bridges=2
 work=$(mktemp -d)
@@ -30,10 +30,11 @@ data:
   processed_dir: $work/p2
 preprocess:
   prune_hops: 1
-  prune_hops_by_collection: [layout:xla:default=2]
   prune_bridges: 2
   folds: 2
   shard_mb: 0.05
+collections:
+  layout:xla:default: {preprocess.prune_hops: 2}
 YAML
 
 step "bad inputs beside good ones"
@@ -96,19 +97,21 @@ compare_xla_default() {
     || { cat "$work/cmp_xd.txt"; echo "compare of $1 found a difference"; exit 1; }
 }
 compare_xla_default "$work/p2"
-# Preprocessed with 1 hop everywhere and no bridges, then both keys removed from the
-# recorded settings, as a manifest written before they existed: --compare must prune as
-# that run did (PruneRules::saved reads the bridges' missing key as 0, not the schema's 3).
+# Preprocessed with 1 hop everywhere and no bridges, then the bridges removed from the
+# recorded settings and the per-collection list of that time added, as a manifest written
+# before the collections: section: --compare must prune as that run did (PruneRules::saved
+# reads the bridges' missing key as 0, not the schema's 3; the list reads as the section).
 mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.processed_dir="$work/p_old" \
-  --set "data.collections=[layout:xla:default]" --set "preprocess.prune_hops_by_collection=[]" \
+  --set "data.collections=[layout:xla:default]" --set "collections.layout:xla:default.preprocess.prune_hops=null" \
   --set preprocess.prune_bridges=0 > "$work/old.log" 2>&1 || { cat "$work/old.log"; exit 1; }
 $PY - "$work/p_old/manifest.yaml" <<'PY'
 import json, sys, yaml
 path = sys.argv[1]
 m = json.load(open(path))  # manifest.yaml is JSON, a subset of YAML
 settings = yaml.safe_load(m["settings"])
-assert settings["preprocess"].pop("prune_hops_by_collection") == [], settings
+assert "collections" not in settings, settings
 assert settings["preprocess"].pop("prune_bridges") == 0, settings
+settings["preprocess"]["prune_hops_by_collection"] = []
 m["settings"] = yaml.safe_dump(settings)
 json.dump(m, open(path, "w"))
 PY

@@ -1,6 +1,6 @@
 // Training settings read from the config: the steps of an epoch (a one-pass epoch has a
-// floor per collection, else per kind; an explicit count wins), the losses per kind and
-// the default models.
+// floor, the collection's own where its collections: section sets one; an explicit count
+// wins), every collection's own values, the losses per kind and the default models.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,34 +28,35 @@ TrainSettings settings_of(std::vector<std::string> overrides) {
   return TrainSettings(Config::load("", overrides));
 }
 
-// Each (list, why): `key`=list is refused with an Error naming the key and saying why.
-void expect_list_refused(const std::string& key, const std::vector<std::pair<std::string, std::string>>& bad) {
-  for (const auto& [list, why] : bad) {
-    try {
-      settings_of({key + "=" + list});
-      ADD_FAILURE() << key << "=" << list << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-  }
+// "collections.<id>.<key>=<value>", an override of one collection's section entry.
+std::string entry(const std::string& id, const std::string& key, const std::string& value) {
+  return "collections." + id + "." + key + "=" + value;
 }
 
-TEST(TrainSettings, OnePassEpochsHaveAFloorPerKind) {
-  const TrainSettings s = settings_of({"train.min_steps_per_epoch_by_collection=[]"});
-  // 6 graphs, 8 per step: one step.
-  EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 20);
+std::string error_of(const std::vector<std::string>& overrides) {
+  try {
+    settings_of(overrides);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(TrainSettings, OnePassEpochsHaveAFloor) {
+  const TrainSettings s = settings_of({});
+  // 6 graphs, 8 per step: one step; the floor of layout:xla:random is the top-level 20.
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, kManyGraphs), 20);
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount, kManyGraphs), 60);           // the bench tree's tile fold
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 714, kNoConfigCount, kManyGraphs), 714);        // the release's tile pass
-  const TrainSettings floor5 =
-      settings_of({"train.layout_min_steps_per_epoch=5", "train.min_steps_per_epoch_by_collection=[]"});
-  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount, kManyGraphs), 5);
-  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 26, kNoConfigCount, kManyGraphs), 26);
+  const TrainSettings floor5 = settings_of({"train.min_steps_per_epoch=5"});
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:random", 2, kNoConfigCount, kManyGraphs), 5);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:random", 26, kNoConfigCount, kManyGraphs), 26);
+  EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount, kManyGraphs), 40);  // its own
   EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 60);
-  const TrainSettings tile7 = settings_of({"train.tile_min_steps_per_epoch=7"});
+  const TrainSettings tile7 = settings_of({entry("tile:xla", "train.min_steps_per_epoch", "7")});
   EXPECT_EQ(tile7.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 7);
-  EXPECT_THROW(settings_of({"train.layout_min_steps_per_epoch=0"}), Error);
-  EXPECT_THROW(settings_of({"train.tile_min_steps_per_epoch=0"}), Error);
+  EXPECT_THROW(settings_of({"train.min_steps_per_epoch=0"}), Error);
+  EXPECT_THROW(settings_of({entry("tile:xla", "train.min_steps_per_epoch", "0")}), Error);
 }
 
 // A floor stops at train.max_config_passes_per_epoch passes over the fold's configs: one
@@ -73,7 +74,10 @@ TEST(TrainSettings, FloorsStopAtSomePassesOverTheConfigs) {
   EXPECT_EQ(off.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 20);
   const TrainSettings half = settings_of({"train.max_config_passes_per_epoch=0.5"});
   EXPECT_EQ(half.steps_per_epoch("layout:xla:random", 1, 640, kManyGraphs), 3);  // ceil(0.5 x 640 / 128)
-  const TrainSettings set50 = settings_of({"train.layout_steps_per_epoch=50"});
+  const TrainSettings own_cap = settings_of({entry("layout:nlp:random", "train.max_config_passes_per_epoch", "0")});
+  EXPECT_EQ(own_cap.steps_per_epoch("layout:nlp:random", 1, 64, kManyGraphs), 40);  // its floor uncapped
+  EXPECT_EQ(own_cap.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 6);
+  const TrainSettings set50 = settings_of({"train.steps_per_epoch=50"});
   EXPECT_EQ(set50.steps_per_epoch("layout:xla:random", 1, 64, kManyGraphs), 50);
   EXPECT_THROW(settings_of({"train.max_config_passes_per_epoch=-1"}), Error);
 }
@@ -100,70 +104,30 @@ TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   EXPECT_THROW(settings_of({"train.single_graph_min_config_passes_per_epoch=-1"}), Error);
 }
 
-TEST(TrainSettings, ACollectionsOwnFloorReplacesItsKinds) {
-  const TrainSettings s = settings_of({});  // nlp:* and xla:default have a floor of 40 by default
+// The default collections: section gives tile:xla, the nlp collections and xla:default a
+// floor of their own; an entry replaces it, null removes it (the top-level floor again).
+TEST(TrainSettings, ACollectionsOwnFloorReplacesTheTopLevelOne) {
+  const TrainSettings s = settings_of({});
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 40);
   EXPECT_EQ(s.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, kManyGraphs), 40);
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 40);
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:random", 57, kNoConfigCount, kManyGraphs), 57);  // a longer pass still wins
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, kManyGraphs), 20);
-  const TrainSettings own = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla=3, layout:xla:default=9]",
-                                         "train.layout_min_steps_per_epoch=5"});
-  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 3);  // below the kind's floor too
+  const TrainSettings own = settings_of({entry("tile:xla", "train.min_steps_per_epoch", "3"),
+                                         entry("layout:xla:default", "train.min_steps_per_epoch", "9"),
+                                         entry("layout:nlp:default", "train.min_steps_per_epoch", "null"),
+                                         "train.min_steps_per_epoch=5"});
+  EXPECT_EQ(own.steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 3);
   EXPECT_EQ(own.steps_per_epoch("layout:xla:default", 1, kNoConfigCount, kManyGraphs), 9);
-  // The list replaced the default one.
-  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 5);
-  const TrainSettings set4 = settings_of({"train.layout_steps_per_epoch=4"});
+  EXPECT_EQ(own.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 5);  // removed: the top level's
+  EXPECT_EQ(own.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 40);  // untouched
+  const TrainSettings set4 = settings_of({entry("layout:nlp:default", "train.steps_per_epoch", "4")});
   EXPECT_EQ(set4.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 4);
+  EXPECT_EQ(set4.steps_per_epoch("layout:nlp:random", 1, kNoConfigCount, kManyGraphs), 40);
 }
 
-TEST(TrainSettings, BadCollectionFloorsNameTheKeyAndTheEntry) {
-  for (const char* bad : {"[layout:nlp:random]", "[layout:nlp:random=0]", "[layout:nlp:random=4x]",
-                          "[layout:nlp:fast=40]", "[tile:xla=2, tile:xla=3]", "[tile:xla=99999999999]",
-                          "[tile:xla=-3]"}) {
-    try {
-      settings_of({std::string("train.min_steps_per_epoch_by_collection=") + bad});
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const Error& e) {
-      const std::string what = e.what(), key = "train.min_steps_per_epoch_by_collection";
-      EXPECT_NE(what.find(key), std::string::npos) << what;
-      EXPECT_EQ(what.find(key), what.rfind(key)) << what;  // named once
-      const std::string entry = std::string(bad).substr(1, std::string(bad).find_first_of(",]") - 1);
-      EXPECT_NE(what.find(entry.substr(0, entry.find('='))), std::string::npos) << what;
-    }
-  }
-  // Steps are bounded as the kinds' floors are, with the Int keys' messages.
-  const auto floors = [](const std::string& list) {
-    return settings_of({"train.min_steps_per_epoch_by_collection=" + list});
-  };
-  EXPECT_EQ(floors("[tile:xla=1000000000]").steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 1000000000);
-  for (const char* bad : {"[tile:xla=1000000001]", "[tile:xla=-3]"}) {
-    try {
-      floors(bad);
-      ADD_FAILURE() << bad << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("out of range [1, 1000000000]"), std::string::npos) << e.what();
-    }
-  }
-  try {
-    floors("[tile:xla=4x]");
-    ADD_FAILURE() << "4x was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("in 'tile:xla=4x': expected an integer"), std::string::npos) << e.what();
-  }
-  try {
-    floors("[tile:xla]");
-    ADD_FAILURE() << "an entry without steps was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected collection=steps, got 'tile:xla'"), std::string::npos) << e.what();
-  }
-  const auto spaced = settings_of({"train.min_steps_per_epoch_by_collection=[tile:xla = 7]"});
-  EXPECT_EQ(spaced.steps_per_epoch("tile:xla", 1, kNoConfigCount, kManyGraphs), 7);
-}
-
-// model.layout.dropout_by_collection replaces model.layout.dropout for the collections it
-// names: by default layout:xla:random trains at 0.3, the other layout collections at the
-// kind's 0.1; [] gives every collection the kind's.
+// By default layout:xla:random trains at dropout 0.3, the other layout collections at the
+// kind's 0.1; removing its entry gives it the kind's.
 TEST(TrainSettings, LayoutDropoutPerCollection) {
   const TrainSettings s = settings_of({});
   EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:random", 5).options.dropout, 0.3);
@@ -171,23 +135,25 @@ TEST(TrainSettings, LayoutDropoutPerCollection) {
   EXPECT_DOUBLE_EQ(s.model_spec("layout:nlp:random", 5).options.dropout, 0.1);
   EXPECT_DOUBLE_EQ(s.model_spec("tile:xla", 5).options.dropout, 0.1);
   EXPECT_EQ(s.model_spec("layout:nlp:default", 5).num_node_feat, 5);
-  const TrainSettings none = settings_of({"model.layout.dropout_by_collection=[]", "model.layout.dropout=0.2"});
+  EXPECT_DOUBLE_EQ(s.kind_model_spec(Kind::Layout, 5).options.dropout, 0.1);  // the top level's
+  const TrainSettings none =
+      settings_of({entry("layout:xla:random", "model.layout.dropout", "null"), "model.layout.dropout=0.2"});
   for (const char* c : {"layout:xla:random", "layout:nlp:default"})
     EXPECT_DOUBLE_EQ(none.model_spec(c, 5).options.dropout, 0.2) << c;
-  const TrainSettings own = settings_of({"model.layout.dropout_by_collection=[layout:nlp:random = 0]"});
+  const TrainSettings own = settings_of({entry("layout:nlp:random", "model.layout.dropout", "0")});
   EXPECT_DOUBLE_EQ(own.model_spec("layout:nlp:random", 5).options.dropout, 0.0);
-  EXPECT_DOUBLE_EQ(own.model_spec("layout:xla:random", 5).options.dropout, 0.1);  // the list replaced the default
-  expect_list_refused("model.layout.dropout_by_collection",
-                      {{"[layout:nlp:random]", "expected collection=dropout, got 'layout:nlp:random'"},
-                       {"[layout:nlp:random=0.95]", "in 'layout:nlp:random=0.95': value 0.95 is out of range [0, 0.9]"},
-                       {"[layout:nlp:random=high]", "expected a number"},
-                       {"[layout:xla:random=0.2, layout:xla:random=0.3]", "given twice"},
-                       {"[tile:xla=0.2]", "tile:xla is not a layout collection"}});
+  EXPECT_DOUBLE_EQ(own.model_spec("layout:xla:random", 5).options.dropout, 0.3);  // entries merge over the default
+  EXPECT_NE(error_of({entry("layout:nlp:random", "model.layout.dropout", "0.95")})
+                .find("key 'collections.layout:nlp:random.model.layout.dropout': value 0.95 is out of range [0, 0.9]"),
+            std::string::npos);
+  EXPECT_NE(error_of({entry("tile:xla", "model.layout.dropout", "0.2")})
+                .find("key 'collections.tile:xla.model.layout.dropout': a tile collection does not read it"),
+            std::string::npos);
 }
 
-// model.layout.attention_heads_by_collection replaces model.layout.attention_heads for the
-// collections it names: by default layout:xla:default and layout:nlp:random have none, the
-// others the kind's 4.
+// By default layout:xla:default and layout:nlp:random have no attention heads, the others
+// the kind's 4. Heads that do not divide the collection's width are refused naming the
+// section's entry.
 TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
   const TrainSettings s = settings_of({});
   for (const char* c : {"layout:xla:default", "layout:nlp:random"})
@@ -195,37 +161,63 @@ TEST(TrainSettings, LayoutAttentionHeadsPerCollection) {
   for (const char* c : {"layout:xla:random", "layout:nlp:default"})
     EXPECT_EQ(s.model_spec(c, 5).options.attention_heads, 4) << c;
   EXPECT_DOUBLE_EQ(s.model_spec("layout:xla:default", 5).options.dropout, 0.1);  // only the heads differ
-  const TrainSettings own = settings_of({"model.layout.attention_heads_by_collection=[layout:nlp:random=8]"});
+  const TrainSettings own = settings_of({entry("layout:nlp:random", "model.layout.attention_heads", "8")});
   EXPECT_EQ(own.model_spec("layout:nlp:random", 5).options.attention_heads, 8);
-  EXPECT_EQ(own.model_spec("layout:xla:default", 5).options.attention_heads, 4);  // the list replaced the default
-  expect_list_refused("model.layout.attention_heads_by_collection",
-                      {{"[layout:nlp:random=3]", "must divide model.layout.hidden (64)"},
-                       {"[layout:nlp:random=-1]", "out of range [0, 64]"},
-                       {"[tile:xla=0]", "tile:xla is not a layout collection"}});
+  EXPECT_EQ(own.model_spec("layout:xla:default", 5).options.attention_heads, 0);
+  const std::string bad = error_of({entry("layout:nlp:random", "model.layout.attention_heads", "3")});
+  EXPECT_EQ(bad.find("--set: key 'collections.layout:nlp:random.model.layout.attention_heads': must divide "
+                     "model.layout.hidden (64)"),
+            0u)
+      << bad;
+  // A width of the collection's own that the top-level heads do not divide: the model's check
+  // names the heads and the width it failed.
+  const std::string narrow = error_of({entry("layout:xla:random", "model.layout.hidden", "6")});
+  EXPECT_NE(narrow.find("key 'model.layout.attention_heads': must divide model.layout.hidden (6)"), std::string::npos)
+      << narrow;
 }
 
-// train.ema_decay_by_collection replaces train.ema_decay for the collections it names, of
-// either kind: by default tile:xla trains without averaging, the layout collections at 0.99.
+// Every train.* key a collection's folds read can be the collection's own: the settings of
+// its folds (of()) read them through its section.
+TEST(TrainSettings, ACollectionsSettingsReadItsSection) {
+  const TrainSettings s = settings_of({entry("layout:nlp:default", "train.lr", "0.01"),
+                                       entry("layout:nlp:default", "train.layout_slate", "8"),
+                                       entry("tile:xla", "train.tile_loss", "listmle"),
+                                       entry("tile:xla", "model.tile.hidden", "32")});
+  EXPECT_DOUBLE_EQ(s.of("layout:nlp:default").lr, 0.01);
+  EXPECT_DOUBLE_EQ(s.of("layout:nlp:random").lr, 0.001);
+  EXPECT_DOUBLE_EQ(s.lr, 0.001);
+  EXPECT_EQ(s.of("layout:nlp:default").slate(Kind::Layout), 8);
+  EXPECT_EQ(s.of("layout:xla:random").slate(Kind::Layout), 16);
+  EXPECT_EQ(s.of("tile:xla").loss(Kind::Tile).name, "listmle");
+  EXPECT_EQ(s.loss(Kind::Tile).name, "hinge");
+  EXPECT_EQ(s.model_spec("tile:xla", 3).options.hidden, 32);
+  EXPECT_EQ(s.tile_model.options.hidden, 64);
+  // A collection's settings answer for their own collection (fold training reads them so).
+  const TrainSettings& nlp = s.of("layout:nlp:default");
+  EXPECT_EQ(&nlp.of("layout:nlp:default"), &nlp);
+  EXPECT_EQ(nlp.steps_per_epoch("layout:nlp:default", 1, kNoConfigCount, kManyGraphs), 40);
+  EXPECT_THROW(nlp.of("tile:xla"), Error);
+  EXPECT_NE(error_of({entry("tile:xla", "train.threads_per_rank", "2")}).find("is one per process"), std::string::npos);
+}
+
+// By default tile:xla trains without weight averaging, the layout collections at 0.99.
 TEST(TrainSettings, WeightAveragingPerCollection) {
   const TrainSettings s = settings_of({});
   EXPECT_DOUBLE_EQ(s.ema_decay_of("tile:xla"), 0.0);
   for (const char* c : {"layout:xla:random", "layout:xla:default", "layout:nlp:random", "layout:nlp:default"})
     EXPECT_DOUBLE_EQ(s.ema_decay_of(c), 0.99) << c;
-  const TrainSettings own =
-      settings_of({"train.ema_decay_by_collection=[layout:nlp:random=0.9]", "train.ema_decay=0.5"});
+  const TrainSettings own = settings_of({entry("layout:nlp:random", "train.ema_decay", "0.9"),
+                                         entry("tile:xla", "train.ema_decay", "null"), "train.ema_decay=0.5"});
   EXPECT_DOUBLE_EQ(own.ema_decay_of("layout:nlp:random"), 0.9);
-  EXPECT_DOUBLE_EQ(own.ema_decay_of("tile:xla"), 0.5);  // the list replaced the default
+  EXPECT_DOUBLE_EQ(own.ema_decay_of("tile:xla"), 0.5);  // its entry removed
   EXPECT_DOUBLE_EQ(own.ema_decay_of("layout:xla:random"), 0.5);
   // Errors about a collection's averaging name the key its decay came from.
-  EXPECT_EQ(s.ema_decay_key_of("tile:xla"), "train.ema_decay_by_collection");
+  EXPECT_EQ(s.ema_decay_key_of("tile:xla"), "collections.tile:xla.train.ema_decay");
   EXPECT_EQ(s.ema_decay_key_of("layout:xla:random"), "train.ema_decay");
-  EXPECT_EQ(own.ema_decay_key_of("layout:nlp:random"), "train.ema_decay_by_collection");
+  EXPECT_EQ(own.ema_decay_key_of("layout:nlp:random"), "collections.layout:nlp:random.train.ema_decay");
   EXPECT_EQ(own.ema_decay_key_of("tile:xla"), "train.ema_decay");
-  expect_list_refused("train.ema_decay_by_collection",
-                      {{"[tile:xla]", "expected collection=decay, got 'tile:xla'"},
-                       {"[tile:xla=1]", "in 'tile:xla=1': value 1 is out of range [0, 0.99999]"},
-                       {"[tile:xla=0, tile:xla=0.5]", "given twice"},
-                       {"[tile:abc=0]", "tile:abc"}});
+  EXPECT_NE(error_of({entry("tile:xla", "train.ema_decay", "1")}).find("value 1 is out of range [0, 0.99999]"),
+            std::string::npos);
 }
 
 // The settings' errors say where the bad value came from: the config file or --set.
@@ -234,7 +226,7 @@ TEST(TrainSettings, ErrorsNameTheFileOrTheOverride) {
   register_loss_choices();
   const TempDir dir("settings");
   const std::string path = dir.file("run.yaml");
-  write_file_atomic(path, "model:\n  layout:\n    attention_heads_by_collection: [tile:xla=0]\n");
+  write_file_atomic(path, "collections:\n  layout:nlp:default:\n    model.layout.attention_heads: 3\n");
   const auto error_of = [&](std::vector<std::string> overrides) -> std::string {
     try {
       const TrainSettings s(Config::load(path, overrides));
@@ -244,14 +236,14 @@ TEST(TrainSettings, ErrorsNameTheFileOrTheOverride) {
     return "(no error)";
   };
   const std::string dirs[] = {"data.processed_dir=/tmp/p", "output.dir=/tmp/o"};
-  const std::string heads = "model.layout.attention_heads_by_collection";
-  const std::string not_layout = "': tile:xla is not a layout collection";
-  EXPECT_EQ(error_of({dirs[0], dirs[1]}), path + ": key '" + heads + not_layout);
-  EXPECT_EQ(error_of({dirs[0], dirs[1], heads + "=[tile:xla=1]"}), "--set: key '" + heads + not_layout);
-  const std::string bad_heads = error_of({dirs[0], dirs[1], heads + "=[]", "model.layout.attention_heads=3"});
+  const std::string heads = "collections.layout:nlp:default.model.layout.attention_heads";
+  const std::string not_dividing = "': must divide model.layout.hidden (64)";
+  EXPECT_EQ(error_of({dirs[0], dirs[1]}), path + ": key '" + heads + not_dividing);
+  EXPECT_EQ(error_of({dirs[0], dirs[1], heads + "=6"}), "--set: key '" + heads + not_dividing);
+  const std::string bad_heads = error_of({dirs[0], dirs[1], heads + "=null", "model.layout.attention_heads=3"});
   EXPECT_EQ(bad_heads.find("--set: key 'model.layout.attention_heads': "), 0u) << bad_heads;
-  EXPECT_EQ(error_of({heads + "=[]"}), "key 'data.processed_dir': is not set");  // the schema's default
-  EXPECT_EQ(error_of({heads + "=[]", dirs[0], dirs[1]}), "(no error)");
+  EXPECT_EQ(error_of({heads + "=null"}), "key 'data.processed_dir': is not set");  // the schema's default
+  EXPECT_EQ(error_of({heads + "=null", dirs[0], dirs[1]}), "(no error)");
 }
 
 TEST(TrainSettings, LossPerKind) {
@@ -274,7 +266,7 @@ TEST(TrainSettings, LossPerKind) {
 }
 
 TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {
-  const TrainSettings s = settings_of({"train.steps_per_epoch=3", "train.tile_steps_per_epoch=7"});
+  const TrainSettings s = settings_of({"train.steps_per_epoch=3", entry("tile:xla", "train.steps_per_epoch", "7")});
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 500, kNoConfigCount, kManyGraphs), 7);
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 500, kNoConfigCount, kManyGraphs), 3);
 }

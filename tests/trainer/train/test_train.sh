@@ -133,12 +133,11 @@ expect_refusal "$work/resume_old.log" "train.max_config_passes_per_epoch (not in
   --set output.dir="$work/run_old"
 # Averaged weights meeting a decay of 0 (checkpoints copied between runs) name the key that set it.
 cp -r "$work/run2" "$work/run_ema0"
-sed -i 's/ema_decay_by_collection: \[tile:xla=0\]/ema_decay_by_collection: [tile:xla=0, layout:xla:random=0]/' \
-  "$work/run_ema0/train_config.yaml"
-grep -q "layout:xla:random=0" "$work/run_ema0/train_config.yaml"
+sed -i 's/^  layout:xla:random:$/&\n    train.ema_decay: 0/' "$work/run_ema0/train_config.yaml"
+grep -A1 "^  layout:xla:random:" "$work/run_ema0/train_config.yaml" | grep -q "train.ema_decay: 0"
 expect_refusal "$work/resume_ema0.log" \
-  "key 'train.ema_decay_by_collection': checkpoint holds averaged weights but layout:xla:random's decay is 0" \
-  --set output.dir="$work/run_ema0" --set 'train.ema_decay_by_collection=[tile:xla=0, layout:xla:random=0]'
+  "key 'collections.layout:xla:random.train.ema_decay': checkpoint holds averaged weights but layout:xla:random's decay is 0" \
+  --set output.dir="$work/run_ema0" --set collections.layout:xla:random.train.ema_decay=0
 mpi 1 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set preprocess.seed=9 \
   --set data.processed_dir="$work/processed_seed9" > "$work/pre9.log" 2>&1 || { tail "$work/pre9.log"; exit 1; }
 expect_refusal "$work/resume_data.log" "folds or feature transform of" --set data.processed_dir="$work/processed_seed9"
