@@ -34,6 +34,8 @@ void check_choice(const ConfigKey& key, const std::string& v) {
   if (key.choices.empty()) return;
   for (const auto& c : key.choices)
     if (c == v) return;
+  if (const auto r = key.retired.find(v); r != key.retired.end())
+    throw Error("'" + v + "' was retired: " + r->second, "", key.path);
   std::string all;
   for (const auto& c : key.choices) all += (all.empty() ? "" : ", ") + c;
   throw Error("'" + v + "' is not one of: " + all, "", key.path);

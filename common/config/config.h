@@ -44,6 +44,7 @@ struct ConfigKey {
   std::string help;
   double min = -1e300, max = 1e300;   // numeric range, inclusive
   std::vector<std::string> choices;   // allowed values of a String (or list items)
+  std::map<std::string, std::string> retired;  // former choices -> why they are gone
 };
 
 // All keys tpuperf knows, in the order they are documented and dumped.
@@ -72,7 +73,10 @@ double parse_config_float(const std::string& text, const ConfigKey& key);
 // part (the trainer's models and losses: the schema lists them, common/ cannot). Until
 // the owner registers them the key takes any string; the owner's tools register before
 // they parse a config. Throws Error on an unknown key.
-void set_schema_choices(const std::string& key, std::vector<std::string> choices);
+// retired: former choices with the reason each was retired, which the error for such a
+// value gives (a config of an older version names a model that is gone).
+void set_schema_choices(const std::string& key, std::vector<std::string> choices,
+                        std::map<std::string, std::string> retired = {});
 
 class Config {
  public:

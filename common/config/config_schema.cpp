@@ -234,10 +234,12 @@ std::string collections_help() {
   return out;
 }
 
-void set_schema_choices(const std::string& key, std::vector<std::string> choices) {
+void set_schema_choices(const std::string& key, std::vector<std::string> choices,
+                        std::map<std::string, std::string> retired) {
   for (ConfigKey& k : schema_table())
     if (k.path == key) {
       k.choices = std::move(choices);
+      k.retired = std::move(retired);
       return;
     }
   throw Error("no such config key", "", key);

@@ -85,8 +85,12 @@ ModelPtr make_model(const ModelSpec& spec) {
 }
 
 void register_model_choices() {
-  for (Kind kind : {Kind::Tile, Kind::Layout})
-    set_schema_choices("model." + kind_name(kind) + ".arch", model_arch_names(kind));
+  for (Kind kind : {Kind::Tile, Kind::Layout}) {
+    std::map<std::string, std::string> retired;
+    for (const auto& r : retired_model_archs())
+      if (r.kind == kind) retired[r.name] = r.reason;
+    set_schema_choices("model." + kind_name(kind) + ".arch", model_arch_names(kind), std::move(retired));
+  }
 }
 
 }  // namespace tpuperf

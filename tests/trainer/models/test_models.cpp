@@ -87,7 +87,8 @@ TEST_F(Models, RetiredArchitecturesFailWithTheirReason) {
       Config::load("", {"model.layout.arch=" + r.name});
       ADD_FAILURE() << "the config took a retired architecture";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("'" + r.name + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + r.name + "' was retired: " + r.reason), std::string::npos)
+          << e.what();
     }
   }
 }
