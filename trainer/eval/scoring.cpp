@@ -151,23 +151,6 @@ Slowdowns row_slowdowns(const std::vector<int64_t>& row, const TruthGraph& truth
 
 namespace {
 
-// Mean over the seeded random orders of f(order) per entry, NaN entries skipped: the same
-// draws for the score and the slowdowns.
-template <size_t N, typename Fn>
-std::array<double, N> mean_over_random_orders(const TruthGraph& truth, uint64_t seed, int draws,
-                                              Fn&& f) {
-  SplitMix64 rng(mix_seed(seed, truth.id()));
-  std::array<double, N> sum{};
-  std::array<int, N> finite{};
-  for (int d = 0; d < draws; ++d) {
-    const std::array<double, N> v = f(random_permutation(truth.runtimes.size(), rng));
-    for (size_t i = 0; i < N; ++i)
-      if (!std::isnan(v[i])) sum[i] += v[i], ++finite[i];
-  }
-  for (size_t i = 0; i < N; ++i) sum[i] = finite[i] > 0 ? sum[i] / finite[i] : kNaN;
-  return sum;
-}
-
 std::vector<int64_t> default_first_order(const TruthGraph& truth) {
   std::vector<int64_t> row(truth.runtimes.size());
   std::iota(row.begin(), row.end(), int64_t{0});
@@ -176,16 +159,24 @@ std::vector<int64_t> default_first_order(const TruthGraph& truth) {
 
 }  // namespace
 
-double random_baseline(const TruthGraph& truth, uint64_t seed, int draws) {
-  return mean_over_random_orders<1>(truth, seed, draws, [&](const std::vector<int64_t>& row) {
-    return std::array<double, 1>{score_row(row, truth)};
-  })[0];
+RandomOrders random_orders(const TruthGraph& truth, uint64_t seed, int draws) {
+  // Each draw is scored once for the score and the slowdowns; NaN values are skipped.
+  SplitMix64 rng(mix_seed(seed, truth.id()));
+  std::array<double, 4> sum{};
+  std::array<int, 4> finite{};
+  for (int d = 0; d < draws; ++d) {
+    const std::vector<int64_t> row = random_permutation(truth.runtimes.size(), rng);
+    const Slowdowns s = row_slowdowns(row, truth);
+    const std::array<double, 4> v = {score_row(row, truth), s[0], s[1], s[2]};
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isnan(v[i])) sum[i] += v[i], ++finite[i];
+  }
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = finite[i] > 0 ? sum[i] / finite[i] : kNaN;
+  return {sum[0], {sum[1], sum[2], sum[3]}};
 }
 
-Slowdowns random_slowdowns(const TruthGraph& truth, uint64_t seed, int draws) {
-  return mean_over_random_orders<3>(truth, seed, draws, [&](const std::vector<int64_t>& row) {
-    return row_slowdowns(row, truth);
-  });
+double random_baseline(const TruthGraph& truth, uint64_t seed, int draws) {
+  return random_orders(truth, seed, draws).score;
 }
 
 double default_first_baseline(const TruthGraph& truth) {
@@ -226,8 +217,9 @@ SubmissionScore score_submission(const Submission& submission,
     out.graphs.push_back(g);
     scores.add(cid, g.score);
     slowdowns.add(cid, g.slowdown);
-    randoms.add(cid, random_baseline(t, options.seed, options.random_draws));
-    random_slow.add(cid, random_slowdowns(t, options.seed, options.random_draws));
+    const RandomOrders random = random_orders(t, options.seed, options.random_draws);
+    randoms.add(cid, random.score);
+    random_slow.add(cid, random.slowdown);
     if (t.collection.kind == Kind::Tile) {
       defaults.add(cid, default_first_baseline(t));
       default_slow.add(cid, default_first_slowdowns(t));

@@ -50,8 +50,12 @@ Slowdowns row_slowdowns(const std::vector<int64_t>& row, const TruthGraph& truth
 // Mean score of `draws` uniformly random orders (NaN draws skipped; NaN if all are).
 // Deterministic: the draws depend only on seed and truth.id().
 double random_baseline(const TruthGraph& truth, uint64_t seed, int draws = 5);
-// The same draws' mean slowdowns.
-Slowdowns random_slowdowns(const TruthGraph& truth, uint64_t seed, int draws = 5);
+// The same draws' mean score and mean slowdowns, each draw scored once.
+struct RandomOrders {
+  double score = 0.0;
+  Slowdowns slowdown{};
+};
+RandomOrders random_orders(const TruthGraph& truth, uint64_t seed, int draws = 5);
 // Tile: the score of config 0 first, then the rest in index order. Layout: not defined,
 // NaN ("n/a").
 double default_first_baseline(const TruthGraph& truth);
