@@ -1,6 +1,8 @@
 // How the process's heap gives memory back to the system (training and ranking).
 #pragma once
 
+#include <cstddef>
+
 namespace tpuperf {
 
 // Makes glibc's malloc keep freed memory for reuse (below 32 MiB per block) instead of
@@ -12,6 +14,12 @@ namespace tpuperf {
 // worth keeping, i.e. first thing in main. Ranking likewise: 1,000 tile configs with 5
 // fold models took 3.6 s instead of 0.47 s with chunks of 1024 configs, 30% of it in page
 // faults (perf; tests/bench/bench_rank.sh).
+// It also gives LibTorch's CPU tensors free lists per size class (sizes rounded up by at
+// most 25%): without them the heap of a training rank grew by megabytes a step, holes of
+// freed tensors left unused (allocator.cpp).
 void keep_freed_memory_for_reuse();
+
+// The bytes a CPU tensor of `bytes` takes from the pool: its size class.
+size_t cpu_tensor_size_class(size_t bytes);
 
 }  // namespace tpuperf

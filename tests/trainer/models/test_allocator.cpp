@@ -1,0 +1,54 @@
+// The CPU tensor pool of trainer/models/allocator.h: its size classes (values worked out by
+// hand) and the reuse of freed blocks. That training's heap stays bounded with it is a
+// measurement (docs/experiments E25), not a test: a synthetic loop did not grow glibc's
+// heap the way training steps do.
+#include "trainer/models/allocator.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace tpuperf {
+namespace {
+
+TEST(Allocator, SizeClassesRoundUpByAtMostAQuarter) {
+  EXPECT_EQ(cpu_tensor_size_class(1), 64u);
+  EXPECT_EQ(cpu_tensor_size_class(64), 64u);
+  EXPECT_EQ(cpu_tensor_size_class(65), 80u);    // 64 + 16
+  EXPECT_EQ(cpu_tensor_size_class(128), 128u);
+  EXPECT_EQ(cpu_tensor_size_class(129), 160u);  // 128 + 32
+  EXPECT_EQ(cpu_tensor_size_class(1000), 1024u);
+  EXPECT_EQ(cpu_tensor_size_class(1025), 1280u);
+  EXPECT_EQ(cpu_tensor_size_class(3000000), 3145728u);  // 2 MiB + 2 x 512 KiB
+  for (size_t n = 65; n < 100000; n += 97) {
+    const size_t c = cpu_tensor_size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_LE(c, n + n / 4 + 1) << n;
+  }
+}
+
+TEST(Allocator, FreedBlockServesTheNextTensorOfItsClass) {
+  keep_freed_memory_for_reuse();
+  const void* first = nullptr;
+  {
+    torch::Tensor t = torch::ones({1000}, torch::kFloat32);
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    EXPECT_FLOAT_EQ(t.sum().item<float>(), 1000.0f);
+  }
+  torch::Tensor again = torch::zeros({990}, torch::kFloat32);  // 3960 bytes: the class of 4000
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_FLOAT_EQ(again.sum().item<float>(), 0.0f);
+  // A large request takes a free block of a larger class (less than twice its size).
+  const void* large = nullptr;
+  {
+    torch::Tensor t = torch::empty({3 << 20}, torch::kUInt8);
+    large = t.data_ptr();
+  }
+  torch::Tensor smaller = torch::empty({2 << 20}, torch::kUInt8);
+  EXPECT_EQ(smaller.data_ptr(), large);
+}
+
+}  // namespace
+}  // namespace tpuperf
