@@ -109,6 +109,12 @@ std::vector<ConfigKey>& schema_table() {
        0, 1e9},
       {"train.tile_slate", T::Int, "32", "configs per tile graph in a step", 2, 4096},
       {"train.layout_slate", T::Int, "16", "configs per layout graph in a step", 2, 4096},
+      // Scoring the out-of-fold and valid graphs costs a layout fold of the demo about a
+      // quarter of its epoch; a run of many epochs can score every few and keep the best of those.
+      {"train.eval_every", T::Int, "1",
+       "score the out-of-fold and valid graphs every this many epochs (and always after the last); "
+       "only scored epochs compete for the kept (best) checkpoint",
+       1, 1e6},
       {"train.eval_max_configs", T::Int, "1000",
        "configs scored per layout graph in evaluation (deterministic sample)", 2, 1e7},
       // Measured on the demo's valid split (4 layout collections): chunks of 16, 128 and 1000

@@ -213,8 +213,17 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
     allreduce_doubles(sums, group);
     double loss = sums[1] > 0 ? sums[0] / sums[1] : std::nan("");
     WeightAverage::Scope averaged(average);  // evaluation and checkpoints see the average
-    double oof = group_metric(s, *model, data.oof, "oof", fold, group).mean();
-    double valid = group_metric(s, *model, data.valid, "valid", fold, group).mean();
+    // An epoch that is not scored has NaN scores: it is kept only while no scored epoch is.
+    const bool evaluated = s.evaluates_after(epoch);
+    double oof = std::nan(""), valid = std::nan(""), oof_s = 0, valid_s = 0;
+    if (evaluated) {
+      const auto oof_start = Clock::now();
+      oof = group_metric(s, *model, data.oof, "oof", fold, group).mean();
+      oof_s = seconds_since(oof_start);
+      const auto valid_start = Clock::now();
+      valid = group_metric(s, *model, data.valid, "valid", fold, group).mean();
+      valid_s = seconds_since(valid_start);
+    }
     double cps = sums[2] / std::max(seconds, 1e-9);
     meta.epochs_done = epoch + 1;
     double selection = std::isfinite(oof) ? oof : valid;
@@ -229,13 +238,19 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
       // (mean over ranks), i.e. what imbalance and communication cost the group.
       const std::string sync =
           size > 1 ? fmt::format(", {:.0f}% at the all-reduce", 100 * sums[3] / size / std::max(seconds, 1e-9)) : "";
-      spdlog::info("{} epoch {}/{}: loss {:.4f}, oof {:.4f}, valid {:.4f}, {:.0f} configs/s ({} ranks{}), {}", label,
-                   epoch + 1, s.epochs, loss, oof, valid, cps, size, sync, format_duration(seconds));
-      std::vector<MetricsRow> rows(3);
+      const std::string scores =
+          evaluated ? fmt::format("oof {:.4f}, valid {:.4f}", oof, valid) : std::string("not scored");
+      spdlog::info("{} epoch {}/{}: loss {:.4f}, {}, {:.0f} configs/s ({} ranks{}), train {}, eval {}", label,
+                   epoch + 1, s.epochs, loss, scores, cps, size, sync, format_duration(seconds, 1),
+                   format_duration(oof_s + valid_s, 1));
+      // The oof and valid rows' elapsed_s is the seconds their scoring took.
+      std::vector<MetricsRow> rows(evaluated ? 3 : 1);
       for (auto& r : rows) r.collection = collection, r.fold = fold, r.epoch = static_cast<int>(epoch + 1), r.step = meta.step;
       rows[0].split = "train", rows[0].loss = loss, rows[0].configs_per_s = cps, rows[0].elapsed_s = seconds;
-      rows[1].split = "oof", rows[1].score = oof;
-      rows[2].split = "valid", rows[2].score = valid;
+      if (evaluated) {
+        rows[1].split = "oof", rows[1].score = oof, rows[1].elapsed_s = oof_s;
+        rows[2].split = "valid", rows[2].score = valid, rows[2].elapsed_s = valid_s;
+      }
       append_metrics(fold_metrics_path(s, collection, fold), rows);
       const auto* training = &averaged.training_weights();
       if (improved) save_checkpoint(best, *model, &opt, meta, train.transform(), training);

@@ -25,6 +25,7 @@ TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
       tile_slate(cfg.get_int("train.tile_slate")),
       layout_slate(cfg.get_int("train.layout_slate")),
       eval_max_configs(cfg.get_int("train.eval_max_configs")),
+      eval_every(cfg.get_int("train.eval_every")),
       tile_eval_chunk(cfg.get_int("train.tile_eval_chunk")),
       layout_eval_chunk(cfg.get_int("train.layout_eval_chunk")),
       lr(cfg.get_float("train.lr")),

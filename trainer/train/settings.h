@@ -35,6 +35,7 @@ struct TrainSettings {
   // this many passes over its train configs (0: off).
   double single_graph_min_config_passes_per_epoch{};
   int64_t tile_slate{}, layout_slate{}, eval_max_configs{};
+  int64_t eval_every{};  // score oof/valid after every eval_every-th epoch and the last
   int64_t tile_eval_chunk{}, layout_eval_chunk{};
   double lr{}, weight_decay{}, warmup_fraction{}, grad_clip{};
   double ema_decay{};  // 0: no weight averaging (weight_average.h)
@@ -54,6 +55,8 @@ struct TrainSettings {
   // (Config::for_collection). Throws Error on an unknown collection.
   const TrainSettings& of(const std::string& collection) const;
   int64_t slate(Kind kind) const { return kind == Kind::Tile ? tile_slate : layout_slate; }
+  // Whether the oof and valid graphs are scored after `epoch` (0-based).
+  bool evaluates_after(int64_t epoch) const { return (epoch + 1) % eval_every == 0 || epoch + 1 == epochs; }
   int64_t eval_chunk(Kind kind) const { return kind == Kind::Tile ? tile_eval_chunk : layout_eval_chunk; }
   const LossOptions& loss(Kind kind) const { return kind == Kind::Tile ? tile_loss : layout_loss; }
   // The collection's steps per epoch, or, when that is 0, one pass over the train graphs

@@ -265,6 +265,24 @@ TEST(TrainSettings, LossPerKind) {
   }
 }
 
+// train.eval_every scores after every k-th epoch and always after the last; a
+// collection's section can set its own.
+TEST(TrainSettings, EvaluationEveryFewEpochsAndAfterTheLast) {
+  const auto scored = [](const TrainSettings& s) {
+    std::vector<int64_t> out;
+    for (int64_t e = 0; e < s.epochs; ++e)
+      if (s.evaluates_after(e)) out.push_back(e + 1);
+    return out;
+  };
+  EXPECT_EQ(scored(settings_of({"train.epochs=4"})), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(scored(settings_of({"train.epochs=5", "train.eval_every=2"})), (std::vector<int64_t>{2, 4, 5}));
+  EXPECT_EQ(scored(settings_of({"train.epochs=3", "train.eval_every=10"})), (std::vector<int64_t>{3}));
+  const TrainSettings own = settings_of({"train.epochs=6", entry("tile:xla", "train.eval_every", "3")});
+  EXPECT_EQ(scored(own.of("tile:xla")), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(scored(own.of("layout:xla:random")).size(), 6u);
+  EXPECT_THROW(settings_of({"train.eval_every=0"}), Error);
+}
+
 TEST(TrainSettings, ExplicitStepsWinOverThePassAndTheFloor) {
   const TrainSettings s = settings_of({"train.steps_per_epoch=3", entry("tile:xla", "train.steps_per_epoch", "7")});
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 500, kNoConfigCount, kManyGraphs), 7);
