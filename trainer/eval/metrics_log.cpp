@@ -15,8 +15,9 @@
 
 namespace tpuperf {
 
+const char* const kMetricsHeaderV1 = "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s";
 const char* const kMetricsHeader =
-    "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s";
+    "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10";
 
 namespace {
 
@@ -32,11 +33,26 @@ void check_field(const std::string& s, const std::string& path, const char* what
     throw Error(std::string(what) + " '" + s + "' holds a comma or a line break", path);
 }
 
-std::string csv_line(const MetricsRow& r) {
-  return r.collection + "," + std::to_string(r.fold) + "," + std::to_string(r.epoch) + "," +
-         std::to_string(r.step) + "," + r.split + "," + csv_number(r.loss) + "," +
-         csv_number(r.score) + "," + csv_number(r.configs_per_s) + "," +
-         csv_number(r.elapsed_s) + "\n";
+// A row in the current columns, or in kMetricsHeaderV1's (v1: a file an earlier run began).
+std::string csv_line(const MetricsRow& r, bool v1) {
+  std::string line = r.collection + "," + std::to_string(r.fold) + "," + std::to_string(r.epoch) + "," +
+                     std::to_string(r.step) + "," + r.split + "," + csv_number(r.loss) + "," + csv_number(r.score) +
+                     "," + csv_number(r.configs_per_s) + "," + csv_number(r.elapsed_s);
+  if (!v1)
+    for (double v : r.slowdown) line += "," + csv_number(v);
+  return line + "\n";
+}
+
+// The header line of an existing file ("" when it is missing or empty).
+std::string first_line(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return "";
+  char buf[256] = {};
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  std::string line = got ? buf : "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
 }
 
 std::vector<std::string> split_fields(const std::string& line) {
@@ -69,10 +85,12 @@ double parse_double(const std::string& s, const char* column) {
   return v;
 }
 
-MetricsRow parse_row(const std::string& line) {
+MetricsRow parse_row(const std::string& line, bool v1) {
   const auto f = split_fields(line);
-  if (f.size() != 9)
-    throw Error(std::to_string(f.size()) + " fields, expected 9 (" + kMetricsHeader + ")");
+  const size_t expected = v1 ? 9 : 12;
+  if (f.size() != expected)
+    throw Error(std::to_string(f.size()) + " fields, expected " + std::to_string(expected) + " (" +
+                (v1 ? kMetricsHeaderV1 : kMetricsHeader) + ")");
   MetricsRow r;
   r.collection = f[0];
   r.fold = static_cast<int>(parse_int(f[1], "fold"));
@@ -85,6 +103,9 @@ MetricsRow parse_row(const std::string& line) {
   r.score = parse_double(f[6], "score");
   r.configs_per_s = parse_double(f[7], "configs_per_s");
   r.elapsed_s = parse_double(f[8], "elapsed_s");
+  static const char* const kSlowdownColumns[] = {"slowdown_1", "slowdown_5", "slowdown_10"};
+  if (!v1)
+    for (size_t k = 0; k < r.slowdown.size(); ++k) r.slowdown[k] = parse_double(f[9 + k], kSlowdownColumns[k]);
   return r;
 }
 
@@ -106,14 +127,15 @@ double mean_finite(const std::vector<double>& v) {
 }
 
 void append_metrics(const std::string& path, const std::vector<MetricsRow>& rows) {
+  struct stat st {};
+  const bool fresh = ::stat(path.c_str(), &st) != 0 || st.st_size == 0;
+  const bool v1 = !fresh && first_line(path) == kMetricsHeaderV1;  // a run resumed across the change
   std::string text;
   for (const auto& r : rows) {
     check_field(r.collection, path, "collection");
     check_field(r.split, path, "split");
-    text += csv_line(r);
+    text += csv_line(r, v1);
   }
-  struct stat st {};
-  const bool fresh = ::stat(path.c_str(), &st) != 0 || st.st_size == 0;
   if (fresh) text = std::string(kMetricsHeader) + "\n" + text;
   FILE* f = std::fopen(path.c_str(), "a");
   if (!f) throw Error(std::string("cannot open for appending: ") + std::strerror(errno), path);
@@ -128,17 +150,19 @@ std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string
   std::istringstream in(text);
   std::string line;
   size_t line_no = 0;
+  bool v1 = false;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_no == 1) {
-      if (line != kMetricsHeader)
+      v1 = line == kMetricsHeaderV1;
+      if (line != kMetricsHeader && !v1)
         throw Error("line 1: header is '" + line + "', expected '" + kMetricsHeader + "'", path);
       continue;
     }
     if (line.empty()) continue;
     try {
-      rows.push_back(parse_row(line));
+      rows.push_back(parse_row(line, v1));
     } catch (const Error& e) {
       throw Error("line " + std::to_string(line_no) + ": " + e.reason(), path);
     }

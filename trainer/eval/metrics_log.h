@@ -3,6 +3,7 @@
 // back for the report and the cross-validation score.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -11,9 +12,13 @@
 namespace tpuperf {
 
 // One line of metrics.csv:
-//   collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s
-// split: "train" (loss only), "oof" (the fold's held-out graphs) or "valid". Unknown
-// values are NaN, written as empty fields.
+//   collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10
+// split: "train" (loss only), "oof" (the fold's held-out graphs) or "valid". elapsed_s is
+// the seconds of the epoch's training steps on a train row, of the split's scoring on an
+// oof or valid row; slowdown_k the mean top-k slowdown of the split's scored graphs
+// (common/metrics/metrics.h). Unknown values are NaN, written as empty fields. Files of
+// earlier runs, without the slowdown columns (kMetricsHeaderV1), are read with NaN there
+// and appended to in their own columns.
 struct MetricsRow {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   std::string collection;
@@ -22,9 +27,11 @@ struct MetricsRow {
   int64_t step = 0;
   std::string split;
   double loss = kNone, score = kNone, configs_per_s = kNone, elapsed_s = kNone;
+  std::array<double, 3> slowdown{kNone, kNone, kNone};  // top-1, top-5, top-10 (kSlowdownKs)
 };
 
 extern const char* const kMetricsHeader;
+extern const char* const kMetricsHeaderV1;  // before the slowdown columns
 
 // Appends rows and flushes; writes the header first when the file is new or empty.
 // Throws Error naming the file on I/O failure or a field holding ',' or a newline.

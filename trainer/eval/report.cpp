@@ -121,6 +121,23 @@ void fold_table(std::ostringstream& md, const ReportInput& in, const CollectionR
   md << "\n";
 }
 
+std::string join3(const CollectionReport::Slowdowns& v) {
+  return format_value(v[0], 3) + " / " + format_value(v[1], 3) + " / " + format_value(v[2], 3);
+}
+
+// What an autotuner that measures the k best predicted configs gets, beside a random order.
+void slowdown_table(std::ostringstream& md, const ReportInput& in, const std::vector<std::string>& ids) {
+  md << "Top-1 / top-5 / top-10 slowdown (the best runtime among the k best predicted configs over the "
+        "best of all; 1 is best):\n\n"
+     << "| collection | CV (oof, kept epochs) | valid: ensemble | valid: random |\n|---|---:|---:|---:|\n";
+  for (const auto& id : ids) {
+    const CollectionReport c = find_report(in, id);
+    md << "| " << id << " | " << join3(c.kept_oof_slowdown) << " | " << join3(c.valid_slowdown) << " | "
+       << join3(c.valid_random_slowdown) << " |\n";
+  }
+  md << "\n";
+}
+
 bool has_rows(const std::vector<MetricsRow>& rows, const std::string& collection) {
   return std::any_of(rows.begin(), rows.end(),
                      [&](const MetricsRow& r) { return r.collection == collection; });
@@ -140,6 +157,7 @@ std::string report_markdown(const ReportInput& in) {
         "defined for tile only).\n\n## Summary\n\n";
   const std::vector<std::string> ids = report_collections(in);
   summary_table(md, in, ids);
+  slowdown_table(md, in, ids);
   for (const auto& id : ids) {
     md << "## " << id << "\n\n";
     if (has_rows(in.metrics, id))
@@ -147,6 +165,22 @@ std::string report_markdown(const ReportInput& in) {
     fold_table(md, in, find_report(in, id));
   }
   return md.str();
+}
+
+std::array<double, 3> kept_oof_slowdowns(const std::vector<MetricsRow>& rows, const std::string& collection) {
+  std::map<int, const MetricsRow*> kept;  // fold -> its best oof row (the first of equals)
+  for (const auto& r : rows) {
+    if (r.collection != collection || r.split != "oof" || std::isnan(r.score) || r.fold < 0) continue;
+    auto it = kept.find(r.fold);
+    if (it == kept.end() || r.score > it->second->score) kept[r.fold] = &r;
+  }
+  std::array<double, 3> out{};
+  for (size_t k = 0; k < out.size(); ++k) {
+    std::vector<double> v;
+    for (const auto& [fold, r] : kept) v.push_back(r->slowdown[k]);
+    out[k] = mean_finite(v);
+  }
+  return out;
 }
 
 std::string write_report(const std::string& out_dir, const ReportInput& input) {

@@ -3,6 +3,7 @@
 // collection (trainer/eval/charts.h) written beside it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -23,6 +24,11 @@ struct CollectionReport {
   double valid_default_first = kNone;   // tile only
   int64_t valid_graphs = 0;
   double test_score = kNone;            // when the test runtimes are known (synthetic data)
+  // Top-1, top-5 and top-10 slowdown (kSlowdownKs) on the valid graphs: the ensemble's,
+  // a random order's, and each fold's kept epoch on its out-of-fold graphs (mean over folds).
+  using Slowdowns = std::array<double, 3>;
+  Slowdowns valid_slowdown{kNone, kNone, kNone}, valid_random_slowdown{kNone, kNone, kNone};
+  Slowdowns kept_oof_slowdown{kNone, kNone, kNone};
   double train_seconds = kNone;
   double configs_per_s = kNone;         // training throughput
 };
@@ -37,6 +43,9 @@ struct ReportInput {
 };
 
 std::string report_markdown(const ReportInput& input);
+// Mean over the collection's folds of the slowdowns on the oof row of each fold's kept
+// (best oof) epoch, as cv_score() averages its score.
+std::array<double, 3> kept_oof_slowdowns(const std::vector<MetricsRow>& rows, const std::string& collection);
 // Writes out_dir/report.md and one SVG per collection, atomically; returns report.md's path.
 std::string write_report(const std::string& out_dir, const ReportInput& input);
 

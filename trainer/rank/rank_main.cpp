@@ -12,6 +12,8 @@
 #include "common/formats/json.h"
 #include "common/base/log.h"
 #include "common/formats/npz_reader.h"
+#include "common/graph/graph.h"
+#include "trainer/eval/scoring.h"
 #include "common/base/progress.h"
 #include "common/cli/tool_main.h"
 #include "tpuperf/ranker.h"
@@ -34,7 +36,11 @@ static const char* kEpilog =
     "          tile the 5 best, layout every config (or --top K)\n"
     "  --json  {\"run\", \"results\": [{\"input\", \"collection\", \"id\", \"configs\",\n"
     "          \"distinct_configs\", \"folds\", \"ms\", \"order\", \"score\"}], \"rejected\": [{\"input\", \"error\"}]}\n"
-    "          (score[i] belongs to order[i])\n\n"
+    "          (score[i] belongs to order[i]); when the input holds measured runtimes (not all\n"
+    "          zero), a result also has \"score_vs_runtimes\" (the competition score of the\n"
+    "          ranking: tile top-5 slowdown score, layout Kendall tau) and \"slowdown\":\n"
+    "          {\"top1\", \"top5\", \"top10\"} (the best runtime among the k best ranked\n"
+    "          configs over the best of all), as tpuperf-score computes them\n\n"
     "examples:\n"
     "  tpuperf-rank --run runs/demo data/npz_all/npz/tile/xla/test/*.npz --top 5\n"
     "  tpuperf-rank --run runs/demo --collection layout:xla:random --json my_graph.npz\n\n"
@@ -132,10 +138,37 @@ void print_text(const Ranked& r, const Settings& s) {
     std::printf("%6lld %8lld %10.4f\n", static_cast<long long>(++rank), static_cast<long long>(c), r.ranking.score[c]);
 }
 
+// The input's measured runtimes, when it holds any (a test file of the release holds
+// zeros).
+std::optional<TruthGraph> measured_runtimes(const Ranked& r) {
+  const Collection c = Collection::parse(r.ranking.collection);
+  TruthGraph t{c, std::filesystem::path(r.input).stem().string(), {}, {}};
+  if (c.kind == Kind::Tile) {
+    TileGraph g = load_tile_graph(r.input);
+    t.runtimes = std::move(g.config_runtime);
+    t.normalizers = std::move(g.config_runtime_normalizers);
+  } else {
+    t.runtimes = load_layout_graph(r.input).config_runtime;
+  }
+  if (std::all_of(t.runtimes.begin(), t.runtimes.end(), [](int64_t v) { return v == 0; })) return std::nullopt;
+  return t;
+}
+
+// "score_vs_runtimes" and "slowdown" of the ranking against the input's runtimes: the row a
+// submission would hold (tile: its 5 best) for the score, the whole order for the slowdowns.
+void add_measured(JsonWriter& json, const Ranked& r, const TruthGraph& truth) {
+  std::vector<int64_t> row = r.ranking.order;
+  if (truth.collection.kind == Kind::Tile) row.resize(std::min<size_t>(row.size(), 5));
+  const Slowdowns slow = row_slowdowns(r.ranking.order, truth);
+  json.key("score_vs_runtimes").value(score_row(row, truth));
+  json.key("slowdown").begin_object().key("top1").value(slow[0]).key("top5").value(slow[1]).key("top10").value(slow[2]).end_object();
+}
+
 void add_json(JsonWriter& json, const Ranked& r, const Settings& s) {
   const auto configs = listed(r, s);
   std::vector<double> scores;
   for (int64_t c : configs) scores.push_back(r.ranking.score[c]);
+  const std::optional<TruthGraph> truth = measured_runtimes(r);
   json.begin_object()
       .key("input").value(r.input)
       .key("collection").value(r.ranking.collection)
@@ -145,8 +178,9 @@ void add_json(JsonWriter& json, const Ranked& r, const Settings& s) {
       .key("folds").value(r.ranking.folds)
       .key("ms").value(r.ms)
       .key("order").array(configs)
-      .key("score").array(scores)
-      .end_object();
+      .key("score").array(scores);
+  if (truth) add_measured(json, r, *truth);
+  json.end_object();
 }
 
 }  // namespace

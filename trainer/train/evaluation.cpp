@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "common/metrics/metrics.h"
 #include "trainer/eval/submission.h"
@@ -15,6 +16,53 @@ namespace tpuperf {
 
 double ScoreSum::mean() const { return count > 0 ? sum / count : std::nan(""); }
 
+std::array<double, 3> ScoreSum::slowdowns() const {
+  std::array<double, 3> out{};
+  for (size_t k = 0; k < out.size(); ++k)
+    out[k] = slowdown_count[k] > 0 ? slowdown_sum[k] / slowdown_count[k] : std::nan("");
+  return out;
+}
+
+std::vector<double> ScoreSum::to_vector() const {
+  std::vector<double> v = {sum, count};
+  for (size_t k = 0; k < slowdown_sum.size(); ++k) v.push_back(slowdown_sum[k]), v.push_back(slowdown_count[k]);
+  return v;
+}
+
+ScoreSum ScoreSum::from_vector(const std::vector<double>& v) {
+  ScoreSum s;
+  s.sum = v.at(0), s.count = v.at(1);
+  for (size_t k = 0; k < s.slowdown_sum.size(); ++k) s.slowdown_sum[k] = v.at(2 + 2 * k), s.slowdown_count[k] = v.at(3 + 2 * k);
+  return s;
+}
+
+namespace {
+
+// The graph's scored configs as positions 0..n-1 of its scores, best first as a
+// submission ranks them: with keep >= 0 (tile, keep_default) tile_top_k's first
+// kTileTopConfigs, config 0 at position `keep` kept among them, then the rest by score.
+std::vector<int64_t> predicted_positions(const std::vector<double>& score, int64_t keep) {
+  std::vector<int64_t> order(score.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] < score[b]; });
+  if (keep < 0) return order;
+  std::vector<int64_t> top = tile_top_k(score, kTileTopConfigs, keep);
+  std::vector<bool> taken(score.size(), false);
+  for (int64_t c : top) taken[static_cast<size_t>(c)] = true;
+  for (int64_t c : order)
+    if (!taken[static_cast<size_t>(c)]) top.push_back(c);
+  return top;
+}
+
+void add_slowdowns(ScoreSum& out, const std::vector<int64_t>& order, const std::vector<double>& y) {
+  for (size_t k = 0; k < std::size(kSlowdownKs); ++k) {
+    const double v = top_k_slowdown(order, y, kSlowdownKs[k]);
+    if (std::isfinite(v)) out.slowdown_sum[k] += v, out.slowdown_count[k] += 1;
+  }
+}
+
+}  // namespace
+
 ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, bool keep_default) {
   std::map<std::string, int64_t> index;
   for (int64_t i = 0; i < set.size(); ++i) index[set.entry(i).name] = i;
@@ -24,16 +72,21 @@ ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, 
     std::vector<int64_t> rt;
     for (int64_t c : gs.config_index) rt.push_back(g.config_runtime[c]);
     double v;
+    std::vector<double> y;
+    int64_t keep = -1;
     if (set.kind() == Kind::Tile) {
       std::vector<int64_t> norm;
       for (int64_t c : gs.config_index) norm.push_back(g.config_runtime_normalizers[c]);
       const auto at = std::find(gs.config_index.begin(), gs.config_index.end(), 0);
-      const int64_t keep = keep_default && at != gs.config_index.end() ? at - gs.config_index.begin() : -1;
-      v = tile_slowdown_score_from_scores(gs.score, tile_targets(rt, norm), kTileTopConfigs, keep);
+      keep = keep_default && at != gs.config_index.end() ? at - gs.config_index.begin() : -1;
+      y = tile_targets(rt, norm);
+      v = tile_slowdown_score_from_scores(gs.score, y, kTileTopConfigs, keep);
     } else {
       v = layout_kendall_score(gs.score, rt);
+      y.assign(rt.begin(), rt.end());
     }
     if (std::isfinite(v)) out.sum += v, out.count += 1;
+    add_slowdowns(out, predicted_positions(gs.score, keep), y);
   }
   return out;
 }
@@ -97,9 +150,9 @@ ScoreSum group_metric(const TrainSettings& s, RankingModel& model, const GraphSe
                       int fold, MPI_Comm group) {
   if (!set || set->size() == 0) return {};
   const ScoreSum local = metric_of(*set, score_set(s, model, *set, split, fold, false, group), s.tile_keep_default);
-  std::vector<double> v = {local.sum, local.count};
+  std::vector<double> v = local.to_vector();
   allreduce_doubles(v, group);
-  return {v[0], v[1]};
+  return ScoreSum::from_vector(v);
 }
 
 }  // namespace tpuperf

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,19 @@ std::vector<GraphScores> score_set(const TrainSettings& s, RankingModel& model, 
                                    const std::string& split, int fold, bool all_configs, MPI_Comm group);
 
 // The competition metric of scored graphs with known runtimes (tile: top-5 slowdown;
-// layout: Kendall tau), summed over the graphs (NaNs skipped). Local, no MPI.
-// keep_default: tile predictions keep config 0 among the top 5 (tile_top_k).
+// layout: Kendall tau) and the top-1/5/10 slowdown of their orders (kSlowdownKs), summed
+// over the graphs (NaNs skipped). Local, no MPI. keep_default: tile predictions keep
+// config 0 among the top 5 (tile_top_k). A graph's slowdowns are over its scored configs
+// (train.eval_max_configs of a layout graph): the best of them is the reference.
 struct ScoreSum {
   double sum = 0;
   double count = 0;
+  std::array<double, 3> slowdown_sum{}, slowdown_count{};
   double mean() const;  // NaN without graphs
+  std::array<double, 3> slowdowns() const;  // mean per k, NaN where none is defined
+  // As a flat vector and back (for all-reduces).
+  std::vector<double> to_vector() const;
+  static ScoreSum from_vector(const std::vector<double>& v);
 };
 ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, bool keep_default);
 

@@ -215,15 +215,17 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
     WeightAverage::Scope averaged(average);  // evaluation and checkpoints see the average
     // An epoch that is not scored has NaN scores: it is kept only while no scored epoch is.
     const bool evaluated = s.evaluates_after(epoch);
-    double oof = std::nan(""), valid = std::nan(""), oof_s = 0, valid_s = 0;
+    ScoreSum oof_sum, valid_sum;
+    double oof_s = 0, valid_s = 0;
     if (evaluated) {
       const auto oof_start = Clock::now();
-      oof = group_metric(s, *model, data.oof, "oof", fold, group).mean();
+      oof_sum = group_metric(s, *model, data.oof, "oof", fold, group);
       oof_s = seconds_since(oof_start);
       const auto valid_start = Clock::now();
-      valid = group_metric(s, *model, data.valid, "valid", fold, group).mean();
+      valid_sum = group_metric(s, *model, data.valid, "valid", fold, group);
       valid_s = seconds_since(valid_start);
     }
+    const double oof = oof_sum.mean(), valid = valid_sum.mean();
     double cps = sums[2] / std::max(seconds, 1e-9);
     meta.epochs_done = epoch + 1;
     double selection = std::isfinite(oof) ? oof : valid;
@@ -239,7 +241,8 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
       const std::string sync =
           size > 1 ? fmt::format(", {:.0f}% at the all-reduce", 100 * sums[3] / size / std::max(seconds, 1e-9)) : "";
       const std::string scores =
-          evaluated ? fmt::format("oof {:.4f}, valid {:.4f}", oof, valid) : std::string("not scored");
+          evaluated ? fmt::format("oof {:.4f} (top-1 slowdown {:.3f}), valid {:.4f}", oof, oof_sum.slowdowns()[0], valid)
+                    : std::string("not scored");
       spdlog::info("{} epoch {}/{}: loss {:.4f}, {}, {:.0f} configs/s ({} ranks{}), train {}, eval {}", label,
                    epoch + 1, s.epochs, loss, scores, cps, size, sync, format_duration(seconds, 1),
                    format_duration(oof_s + valid_s, 1));
@@ -248,8 +251,9 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
       for (auto& r : rows) r.collection = collection, r.fold = fold, r.epoch = static_cast<int>(epoch + 1), r.step = meta.step;
       rows[0].split = "train", rows[0].loss = loss, rows[0].configs_per_s = cps, rows[0].elapsed_s = seconds;
       if (evaluated) {
-        rows[1].split = "oof", rows[1].score = oof, rows[1].elapsed_s = oof_s;
+        rows[1].split = "oof", rows[1].score = oof, rows[1].elapsed_s = oof_s, rows[1].slowdown = oof_sum.slowdowns();
         rows[2].split = "valid", rows[2].score = valid, rows[2].elapsed_s = valid_s;
+        rows[2].slowdown = valid_sum.slowdowns();
       }
       append_metrics(fold_metrics_path(s, collection, fold), rows);
       const auto* training = &averaged.training_weights();

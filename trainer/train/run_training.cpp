@@ -98,20 +98,27 @@ CollectionReport collection_report(const TrainSettings& s, const std::string& c,
     return out;
   };
   if (valid.size() > 0) {
-    r.valid_ensemble = metric_of(valid, pick(ens, -1), s.tile_keep_default).mean();
+    const ScoreSum ensembled = metric_of(valid, pick(ens, -1), s.tile_keep_default);
+    r.valid_ensemble = ensembled.mean();
+    r.valid_slowdown = ensembled.slowdowns();
     for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(metric_of(valid, pick(all, f), s.tile_keep_default).mean());
     double rnd = 0, dflt = 0;
+    std::array<std::vector<double>, 3> rnd_slowdown;
     Collection coll = Collection::parse(c);
     for (int64_t i = 0; i < valid.size(); ++i) {
       const ProcessedGraph& g = valid.graph(i);
       TruthGraph t{coll, g.name, g.config_runtime, g.config_runtime_normalizers};
-      rnd += random_baseline(t, s.seed);
+      const RandomOrders random = random_orders(t, s.seed);
+      rnd += random.score;
+      for (size_t j = 0; j < rnd_slowdown.size(); ++j) rnd_slowdown[j].push_back(random.slowdown[j]);
       if (coll.kind == Kind::Tile) dflt += default_first_baseline(t);
     }
     r.valid_random = rnd / valid.size();
+    for (size_t j = 0; j < rnd_slowdown.size(); ++j) r.valid_random_slowdown[j] = mean_finite(rnd_slowdown[j]);
     r.valid_default_first = coll.kind == Kind::Tile ? dflt / valid.size() : std::nan("");
   }
   r.cv_score = cv_score(metrics, c);
+  r.kept_oof_slowdown = kept_oof_slowdowns(metrics, c);
   double seconds = 0, configs = 0;
   for (const auto& m : metrics)
     if (m.collection == c && m.split == "train" && std::isfinite(m.elapsed_s)) {

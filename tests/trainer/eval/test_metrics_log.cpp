@@ -21,11 +21,13 @@ TEST(Metrics, AppendWritesHeaderOnceAndReadsBack) {
   a.configs_per_s = 1234.5;
   a.elapsed_s = 12.25;
   append_metrics(path, {a});
-  append_metrics(path, {row("layout:nlp:random", -1, 2, 200, "valid", MetricsRow::kNone, 0.125)});
+  MetricsRow v = row("layout:nlp:random", -1, 2, 200, "valid", MetricsRow::kNone, 0.125);
+  v.slowdown = {1.5, 1.25, 1.0};
+  append_metrics(path, {v});
   EXPECT_EQ(read_text_file(path),
-            "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s\n"
-            "tile:xla,0,1,100,train,0.75,,1234.5,12.25\n"
-            "layout:nlp:random,-1,2,200,valid,,0.125,,\n");
+            "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10\n"
+            "tile:xla,0,1,100,train,0.75,,1234.5,12.25,,,\n"
+            "layout:nlp:random,-1,2,200,valid,,0.125,,,1.5,1.25,1\n");
   const auto rows = read_metrics(path);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].collection, "tile:xla");
@@ -37,6 +39,39 @@ TEST(Metrics, AppendWritesHeaderOnceAndReadsBack) {
   EXPECT_EQ(rows[1].epoch, 2);
   EXPECT_EQ(rows[1].split, "valid");
   EXPECT_EQ(rows[1].score, 0.125);
+  EXPECT_TRUE(std::isnan(rows[0].slowdown[0]));
+  EXPECT_EQ(rows[1].slowdown[0], 1.5);
+  EXPECT_EQ(rows[1].slowdown[1], 1.25);
+  EXPECT_EQ(rows[1].slowdown[2], 1.0);
+}
+
+// A metrics.csv an earlier run began (no slowdown columns) is read with NaN slowdowns, and
+// a resumed run appends to it in its own columns, so that it stays one table.
+TEST(Metrics, FilesWithoutTheSlowdownColumns) {
+  TempDir dir;
+  const std::string path = dir.path() + "/metrics.csv";
+  write_file_atomic(path,
+                  "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s\n"
+                  "tile:xla,0,1,100,oof,,0.5,,\n");
+  MetricsRow next = row("tile:xla", 0, 2, 200, "oof", MetricsRow::kNone, 0.75);
+  next.slowdown = {1.5, 1.0, 1.0};
+  append_metrics(path, {next});
+  EXPECT_EQ(read_text_file(path),
+            "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s\n"
+            "tile:xla,0,1,100,oof,,0.5,,\n"
+            "tile:xla,0,2,200,oof,,0.75,,\n");
+  const auto rows = read_metrics(path);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].score, 0.75);
+  for (const auto& r : rows)
+    for (double v : r.slowdown) EXPECT_TRUE(std::isnan(v));
+  // A row of the old width under the new header is an error naming the line.
+  try {
+    parse_metrics(std::string(kMetricsHeader) + "\ntile:xla,0,1,100,oof,,0.5,,\n", "m.csv");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 2: 9 fields, expected 12"));
+  }
 }
 
 TEST(Metrics, FullPrecisionRoundTrip) {
@@ -47,7 +82,7 @@ TEST(Metrics, FullPrecisionRoundTrip) {
 }
 
 TEST(Metrics, ParseErrorsNameTheLine) {
-  const std::string h = std::string(kMetricsHeader) + "\n";
+  const std::string h = std::string(kMetricsHeaderV1) + "\n";  // rows of 9 fields
   auto fails = [](const std::string& text, const std::string& fragment) {
     try {
       parse_metrics(text, "m.csv");

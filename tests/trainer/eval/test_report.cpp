@@ -79,3 +79,28 @@ TEST(Report, EmptyMetricsStillWritesReport) {
   EXPECT_THAT(md, HasSubstr("No metrics rows"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/curves_tile_xla.svg"));
 }
+
+// The kept epoch of each fold is its best oof row; the report averages those rows'
+// slowdowns over the folds and prints them beside the valid ensemble's and a random order's.
+TEST(Report, SlowdownsOfTheKeptEpochs) {
+  std::vector<MetricsRow> rows = tile_metrics();  // oof: fold 0 0.6, 0.7; fold 1 0.8, 0.9
+  for (auto& r : rows)
+    if (r.split == "oof") r.slowdown = {1.0 + r.epoch + 10 * r.fold, 1.0, MetricsRow::kNone};
+  // Kept: epoch 2 of both folds -> top-1 (3 + 13) / 2 = 8; top-10 never measured.
+  const auto kept = kept_oof_slowdowns(rows, "tile:xla");
+  EXPECT_DOUBLE_EQ(kept[0], 8.0);
+  EXPECT_DOUBLE_EQ(kept[1], 1.0);
+  EXPECT_TRUE(std::isnan(kept[2]));
+  EXPECT_TRUE(std::isnan(kept_oof_slowdowns(rows, "layout:xla:random")[0]));
+
+  ReportInput in;
+  CollectionReport tile;
+  tile.collection = "tile:xla";
+  tile.kept_oof_slowdown = kept;
+  tile.valid_slowdown = {1.25, 1.0625, 1.0};
+  tile.valid_random_slowdown = {1.5, 1.125, MetricsRow::kNone};
+  in.collections = {tile};
+  in.metrics = rows;
+  EXPECT_THAT(report_markdown(in),
+              HasSubstr("| tile:xla | 8.000 / 1.000 / n/a | 1.250 / 1.062 / 1.000 | 1.500 / 1.125 / n/a |"));
+}

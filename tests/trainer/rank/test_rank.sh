@@ -3,7 +3,8 @@
 # (2 ranks, 2 folds, every collection):
 # - the one prediction path: tpuperf-rank --csv of every test file equals the run's
 #   submission.csv row for row (tile's top 5, layout's full permutations);
-# - text and JSON output; --top; identical configs share one score;
+# - text and JSON output; --top; identical configs share one score; with measured runtimes
+#   in the input, --json's score and top-k slowdowns equal values computed here;
 # - inputs outside a release tree: the collection from the file's kind, or --collection;
 # - the real TPU v3 records of tests/data/real, featurized, rank in their tree's collections;
 # - errors name the input and the reason (exit 3, the other inputs still ranked); a run
@@ -73,6 +74,41 @@ for r in doc["results"]:
 layout = doc["results"][1]
 assert layout["configs"] == len(np.load(sys.argv[2])["node_config_feat"]), "layout: not every config ranked"
 print("JSON: orders are permutations of every config")
+PY
+
+step "--json with measured runtimes: the score and top-k slowdowns, as computed here"
+vtile=$(find "$work/gen/npz/tile/xla/valid" -name '*.npz' | sort | head -1)
+vlayout=$(find "$work/gen/npz/layout/xla/random/valid" -name '*.npz' | sort | head -1)
+expect_rc 0 "$work/measured.json" rank --json "$vtile" "$vlayout" "$tile"
+$PY - "$work/measured.json" <<'PY'
+import json, sys
+import numpy as np
+doc = json.load(open(sys.argv[1]))
+tile, layout, hidden = doc["results"]
+assert "slowdown" not in hidden and "score_vs_runtimes" not in hidden, "a test file's zero runtimes were scored"
+def tau_b(x, y):  # Kendall's tau-b over all pairs, ties in either
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    dx = np.sign(x[:, None] - x[None, :]); dy = np.sign(y[:, None] - y[None, :])
+    iu = np.triu_indices(len(x), 1)
+    dx, dy = dx[iu], dy[iu]
+    return (dx * dy).sum() / np.sqrt((dx != 0).sum() * (dy != 0).sum())
+for r in (tile, layout):
+    g = np.load(r["input"])
+    y = g["config_runtime"].astype(float)
+    if r is tile:
+        y = y / g["config_runtime_normalizers"]
+    order = r["order"]
+    for k in (1, 5, 10):
+        want = y[order[:k]].min() / y.min()
+        got = r["slowdown"][f"top{k}"]
+        assert abs(got - want) < 1e-9, (r["input"], k, got, want)
+    if r is tile:
+        want = 2 - y[order[:5]].min() / y.min()
+    else:
+        pos = np.empty(len(order)); pos[order] = np.arange(len(order))
+        want = tau_b(pos, y)
+    assert abs(r["score_vs_runtimes"] - want) < 1e-9, (r["input"], r["score_vs_runtimes"], want)
+print("tile", tile["slowdown"], "layout", layout["slowdown"], "match the values computed here")
 PY
 
 step "identical configs share one score; files outside a release tree"

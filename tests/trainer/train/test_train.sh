@@ -55,6 +55,16 @@ for r in rows:
 overall, rnd = s["overall"]["score"], s["overall"]["random_baseline"]
 assert overall > rnd, f"ensemble {overall} does not beat random {rnd}"
 print(f"overall {overall:.4f} beats random {rnd:.4f}")
+# Every scored oof and valid row has its top-1/5/10 slowdowns (>= 1, non-increasing in k:
+# the best of more configs is never worse).
+m = [r for r in csv.DictReader(open(f"{work}/run/metrics.csv")) if r["split"] in ("oof", "valid") and r["score"]]
+assert m, "no scored rows"
+for r in m:
+    k = [float(r[f"slowdown_{k}"]) for k in (1, 5, 10)]
+    assert 1 <= k[2] <= k[1] <= k[0], r
+report = open(f"{work}/run/report.md").read()
+assert "Top-1 / top-5 / top-10 slowdown" in report and "valid: random |" in report
+print(f"{len(m)} scored rows with slowdowns; the report has its slowdown table")
 PY
 
 step "each fold logs its model: xla:random its own dropout, xla:default and nlp:random no attention"
