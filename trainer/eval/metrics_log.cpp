@@ -175,16 +175,19 @@ std::vector<MetricsRow> read_metrics(const std::string& path) {
   return parse_metrics(read_text_file(path), path);
 }
 
-double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection) {
-  std::map<int, double> best;  // fold -> best oof score
+std::map<int, const MetricsRow*> kept_oof_rows(const std::vector<MetricsRow>& rows, const std::string& collection) {
+  std::map<int, const MetricsRow*> kept;  // fold -> its best oof row (the first of equals)
   for (const auto& r : rows) {
-    if (r.collection != collection || r.split != "oof" || std::isnan(r.score) || r.fold < 0)
-      continue;
-    auto it = best.find(r.fold);
-    if (it == best.end() || r.score > it->second) best[r.fold] = r.score;
+    if (r.collection != collection || r.split != "oof" || std::isnan(r.score) || r.fold < 0) continue;
+    auto it = kept.find(r.fold);
+    if (it == kept.end() || r.score > it->second->score) kept[r.fold] = &r;
   }
+  return kept;
+}
+
+double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection) {
   std::vector<double> scores;
-  for (const auto& [fold, score] : best) scores.push_back(score);
+  for (const auto& [fold, r] : kept_oof_rows(rows, collection)) scores.push_back(r->score);
   return mean_finite(scores);
 }
 

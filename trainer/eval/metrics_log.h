@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string
 // cross-validation score of a collection. Training keeps the epoch with the best oof score
 // (the first of equals), so this is each fold's best oof score.
 double cv_score(const std::vector<MetricsRow>& rows, const std::string& collection);
+// Per fold, the oof row of its kept epoch (the best oof score, the first of equals);
+// pointers into rows.
+std::map<int, const MetricsRow*> kept_oof_rows(const std::vector<MetricsRow>& rows, const std::string& collection);
 
 // The mean of the values that are not NaN (NaN = not measured); NaN when there is none.
 double mean_finite(const std::vector<double>& values);

@@ -168,12 +168,7 @@ std::string report_markdown(const ReportInput& in) {
 }
 
 std::array<double, 3> kept_oof_slowdowns(const std::vector<MetricsRow>& rows, const std::string& collection) {
-  std::map<int, const MetricsRow*> kept;  // fold -> its best oof row (the first of equals)
-  for (const auto& r : rows) {
-    if (r.collection != collection || r.split != "oof" || std::isnan(r.score) || r.fold < 0) continue;
-    auto it = kept.find(r.fold);
-    if (it == kept.end() || r.score > it->second->score) kept[r.fold] = &r;
-  }
+  const auto kept = kept_oof_rows(rows, collection);
   std::array<double, 3> out{};
   for (size_t k = 0; k < out.size(); ++k) {
     std::vector<double> v;
