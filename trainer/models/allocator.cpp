@@ -29,8 +29,12 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kMappedBlock = size_t{1} << 20;
 // A large request may take a free block up to this many classes larger (< 2x its size).
 constexpr int kLargerClasses = 3;
-// Free blocks kept beyond this are given back (munmap, free).
-constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+// Free blocks are kept up to the larger of this and the most bytes ever live at once (a
+// step's peak), the rest given back (munmap, free): a step of a large graph frees GBs of
+// activations that the next step needs again, and mapping them anew cost a layout step of
+// 194k node slots 27% of its time in page faults (perf, 2026-11-28) when only 512 MiB were
+// kept.
+constexpr size_t kMinCachedBytes = size_t{512} << 20;
 // Four classes per power of two (at most 25% rounding), from 64 bytes to 2^47.
 constexpr int kClasses = 4 * 42;
 
@@ -77,7 +81,7 @@ void delete_block(void* block, size_t size) {
 // by ~4 MB a step without bound: 8 GB a rank after the demo's 4 layout collections, with
 // 0.3 GB live (heaptrack). Rounded to a class, a freed block serves the next tensor of its
 // class (a large one also of the next smaller classes), and what the free lists hold
-// beyond kMaxCachedBytes goes back to the system.
+// beyond the peak of live blocks (kMinCachedBytes at least) goes back to the system.
 class ReusingCpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) const override {
@@ -88,6 +92,7 @@ class ReusingCpuAllocator final : public c10::Allocator {
     if (!block) {
       block = new_block(size);
       *static_cast<int*>(block) = index;
+      count_new(size);
     }
     return {static_cast<char*>(block) + kAlignment, block, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -98,7 +103,14 @@ class ReusingCpuAllocator final : public c10::Allocator {
     std::mutex mutex;
     std::array<std::vector<void*>, kClasses> free;
     size_t cached_bytes = 0;
+    size_t live_bytes = 0, peak_live_bytes = 0;  // in blocks handed out
   };
+  static void count_new(size_t size) {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.live_bytes += size;
+    p.peak_live_bytes = std::max(p.peak_live_bytes, p.live_bytes);
+  }
   static Pool& pool() {
     static Pool* p = new Pool;  // never destroyed: tensors may be freed during exit
     return *p;
@@ -114,6 +126,8 @@ class ReusingCpuAllocator final : public c10::Allocator {
       void* block = list.back();
       list.pop_back();
       p.cached_bytes -= class_bytes(i);
+      p.live_bytes += class_bytes(i);
+      p.peak_live_bytes = std::max(p.peak_live_bytes, p.live_bytes);
       return block;
     }
     return nullptr;
@@ -125,7 +139,8 @@ class ReusingCpuAllocator final : public c10::Allocator {
     Pool& p = pool();
     {
       std::lock_guard<std::mutex> lock(p.mutex);
-      if (p.cached_bytes + size <= kMaxCachedBytes) {
+      p.live_bytes -= size;
+      if (p.cached_bytes + size <= std::max(kMinCachedBytes, p.peak_live_bytes)) {
         p.free[static_cast<size_t>(index)].push_back(block);
         p.cached_bytes += size;
         return;
