@@ -541,39 +541,41 @@ TEST(Adapt, BadMeasurementsAreNamed) {
               HasSubstr("ranks tile configs, not a layout graph's"));
 }
 
-// The run ranks the grown candidates; their runtimes are set to the reverse of its order;
-// 64 of 160 are measured; on the other 96 the adapted ranker must do clearly better than
-// the run as trained (which gets every pair wrong there). Default options.
-TEST(Adapt, LearnsFromMeasurementsWhatTheRunRanksBackwards) {
-  constexpr size_t kConfigs = 160, kMeasured = 64;
-  {
-    const tpuperf::Ranker ranker(TrainedRun::run, "tile:xla");
-    const TileInput all = grown(tile_input(TrainedRun::tile_file), kConfigs);
-    const tpuperf::Ranking trained = ranker.rank(all.graph, all.configs);
-    const std::vector<double> runtime = reversed_runtimes(trained);
-    const auto [measured_configs, rest] = split_configs(kConfigs, kMeasured, 3);
-    const tpuperf::Ranker tuned =
-        ranker.adapted(all.graph, measured(all, measured_configs).configs, pick(runtime, measured_configs));
-    const tpuperf::Ranking adapted = tuned.rank(all.graph, all.configs);
-    const std::vector<double> y = pick(runtime, rest);
-    const double before = tpuperf::tile_slowdown_score_from_scores(pick(trained.score, rest), y);
-    const double after = tpuperf::tile_slowdown_score_from_scores(pick(adapted.score, rest), y);
-    const double tau_before = tpuperf::kendall_tau(pick(trained.score, rest), y);
-    const double tau_after = tpuperf::kendall_tau(pick(adapted.score, rest), y);
-    EXPECT_LT(before, 0.5);
-    EXPECT_GT(after, before + 0.4) << "tile score on the unmeasured configs";
-    EXPECT_GT(tau_after, 0.5) << "Kendall tau before: " << tau_before;
-  }
-  const tpuperf::Ranker ranker(TrainedRun::run, "layout:nlp:random");
-  const LayoutInput all = grown(layout_input(TrainedRun::layout_file), kConfigs);
+// What the run as trained and the run adapted score on the configs not measured, and
+// their runtimes.
+struct Unmeasured {
+  std::vector<double> trained, adapted, runtime;
+};
+
+// The run ranks `all`; their runtimes are set to the reverse of its order; `count` of them
+// (drawn with a seed) are measured and the ranker adapted to them with default options.
+template <typename Input>
+Unmeasured adapted_to_reversed(const tpuperf::Ranker& ranker, const Input& all, size_t count) {
   const tpuperf::Ranking trained = ranker.rank(all.graph, all.configs);
   const std::vector<double> runtime = reversed_runtimes(trained);
-  const auto [measured_configs, rest] = split_configs(kConfigs, kMeasured, 3);
+  const auto [measured_configs, rest] = split_configs(runtime.size(), count, 3);
   const tpuperf::Ranker tuned =
       ranker.adapted(all.graph, measured(all, measured_configs).configs, pick(runtime, measured_configs));
-  const std::vector<double> y = pick(runtime, rest);
-  const double before = tpuperf::kendall_tau(pick(trained.score, rest), y);
-  const double after = tpuperf::kendall_tau(pick(tuned.rank(all.graph, all.configs).score, rest), y);
-  EXPECT_LT(before, -0.9);
-  EXPECT_GT(after, 0.5) << "Kendall tau on the unmeasured configs, before: " << before;
+  return {pick(trained.score, rest), pick(tuned.rank(all.graph, all.configs).score, rest), pick(runtime, rest)};
+}
+
+// 64 of 160 configs are measured; on the other 96 the adapted ranker must do clearly better
+// than the run as trained, which gets every pair wrong there.
+TEST(Adapt, LearnsFromMeasurementsWhatTheRunRanksBackwards) {
+  constexpr size_t kConfigs = 160, kMeasured = 64;
+  const Unmeasured tile = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "tile:xla"),
+                                              grown(tile_input(TrainedRun::tile_file), kConfigs), kMeasured);
+  const double before = tpuperf::tile_slowdown_score_from_scores(tile.trained, tile.runtime);
+  const double after = tpuperf::tile_slowdown_score_from_scores(tile.adapted, tile.runtime);
+  EXPECT_LT(before, 0.5);
+  EXPECT_GT(after, before + 0.4) << "tile score on the unmeasured configs";
+  EXPECT_GT(tpuperf::kendall_tau(tile.adapted, tile.runtime), 0.5)
+      << "tile Kendall tau before: " << tpuperf::kendall_tau(tile.trained, tile.runtime);
+
+  const Unmeasured layout = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "layout:nlp:random"),
+                                                grown(layout_input(TrainedRun::layout_file), kConfigs), kMeasured);
+  const double tau_before = tpuperf::kendall_tau(layout.trained, layout.runtime);
+  EXPECT_LT(tau_before, -0.9);
+  EXPECT_GT(tpuperf::kendall_tau(layout.adapted, layout.runtime), 0.5)
+      << "layout Kendall tau on the unmeasured configs, before: " << tau_before;
 }
