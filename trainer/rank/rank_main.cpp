@@ -41,9 +41,17 @@ static const char* kEpilog =
     "          ranking: tile top-5 slowdown score, layout Kendall tau) and \"slowdown\":\n"
     "          {\"top1\", \"top5\", \"top10\"} (the best runtime among the k best ranked\n"
     "          configs over the best of all), as tpuperf-score computes them\n\n"
+    "--adapt MEASURED.npz: MEASURED is the INPUTs' graph with runtimes of the configs an\n"
+    "autotuner measured (config_runtime, for tile over config_runtime_normalizers; 0 = not\n"
+    "measured; at least two). Copies of the fold models are fine-tuned on them with the\n"
+    "run's loss: --adapt-steps AdamW steps, no weight decay, on slates of the run's\n"
+    "train.tile_slate / train.layout_slate measured configs drawn with --seed. They rank the\n"
+    "INPUTs, which must be that graph (another is rejected); the run's files are not changed.\n"
+    "Seconds on one core for hundreds of measured configs; the same --seed, the same ranking.\n\n"
     "examples:\n"
     "  tpuperf-rank --run runs/demo data/npz_all/npz/tile/xla/test/*.npz --top 5\n"
-    "  tpuperf-rank --run runs/demo --collection layout:xla:random --json my_graph.npz\n\n"
+    "  tpuperf-rank --run runs/demo --collection layout:xla:random --json my_graph.npz\n"
+    "  tpuperf-rank --run runs/demo --adapt measured.npz --top 5 candidates.npz\n\n"
     "exit codes: 0 done, 2 error (usage, run directory), 3 some inputs rejected (each named on stderr).";
 
 namespace {
@@ -54,6 +62,8 @@ struct Settings {
   int64_t top = 0;  // 0: every config
   enum class Format { Text, Csv, Json } format = Format::Text;
   RankerOptions ranker;
+  std::optional<std::string> adapt;  // --adapt MEASURED.npz
+  AdaptOptions adapt_options;
   std::vector<std::string> inputs;
 };
 
@@ -66,6 +76,12 @@ Settings parse_settings(int argc, char** argv) {
       .flag("json", "print JSON (format below)")
       .option("threads", "N", "LibTorch threads (default 1)")
       .flag("plain", "score with plain LibTorch ops instead of the fused kernels (the same ranking)")
+      .option("adapt", "MEASURED.npz", "fine-tune the fold models on MEASURED's measured configs first (below)")
+      .option("adapt-steps", "N",
+              "--adapt: optimizer steps per fold model (default " + std::to_string(kDefaultAdaptSteps) + ")")
+      .option("adapt-lr", "X",
+              "--adapt: learning rate (default the run's train.lr x " + fmt::format("{:g}", kDefaultAdaptLrFraction) + ")")
+      .option("seed", "S", "--adapt: seed of the slates and dropout (default 0)")
       .positionals("INPUT...", ".npz files to rank", 1)
       .epilog(kEpilog);
   cli.parse(argc, argv);
@@ -79,6 +95,12 @@ Settings parse_settings(int argc, char** argv) {
   s.format = cli.has("csv") ? Settings::Format::Csv : cli.has("json") ? Settings::Format::Json : Settings::Format::Text;
   s.ranker.threads = cli.get_int("threads", 1, 1);
   s.ranker.fused = !cli.has("plain");
+  for (const char* option : {"adapt-steps", "adapt-lr", "seed"})
+    if (cli.has(option) && !cli.has("adapt")) throw UsageError(std::string("--") + option + " needs --adapt MEASURED.npz");
+  if (cli.has("adapt")) s.adapt = cli.get("adapt");
+  s.adapt_options.steps = cli.get_int<int64_t>("adapt-steps", 0, 1);
+  s.adapt_options.lr = cli.get_double("adapt-lr", 0, 0, 1, Open::Min);
+  s.adapt_options.seed = cli.get_int<uint64_t>("seed", 0);
   s.inputs = cli.args();
   return s;
 }
@@ -112,6 +134,15 @@ std::string collection_of(const std::string& input, const Settings& s, const std
   if (std::find(trained.begin(), trained.end(), id) == trained.end())
     throw Error("the run has no trained models of " + id + " (it has " + list() + ")", input);
   return id;
+}
+
+// --adapt: the run's ranker of MEASURED's collection, adapted to MEASURED, in place of the
+// run's for that collection. Returns the collection.
+std::string adapt_ranker(const Settings& s, const std::vector<std::string>& trained,
+                         std::map<std::string, Ranker>& rankers) {
+  const std::string collection = collection_of(*s.adapt, s, trained);
+  rankers.emplace(collection, Ranker(s.run, collection, s.ranker).adapted_file(*s.adapt, s.adapt_options));
+  return collection;
 }
 
 struct Ranked {
@@ -190,6 +221,8 @@ static int rank_inputs(int argc, char** argv) {
   const std::vector<std::string> trained = trained_collections(s.run);
   const std::vector<std::string>& inputs = s.inputs;
   std::map<std::string, Ranker> rankers;  // loaded on first use
+  const std::optional<std::string> adapted =
+      s.adapt ? std::optional<std::string>(adapt_ranker(s, trained, rankers)) : std::nullopt;
   std::map<std::string, std::string> csv_rows;
   JsonWriter json;
   json.begin_object(JsonLayout::OnePerLine).key("run").value(s.run).key("results").begin_array(JsonLayout::OnePerLine);
@@ -198,6 +231,10 @@ static int rank_inputs(int argc, char** argv) {
   for (const std::string& input : inputs) {
     try {
       const std::string collection = collection_of(input, s, trained);
+      if (adapted && collection != *adapted)
+        throw Error("is a " + collection + " input, not the graph --adapt measured (" + *s.adapt + ", " + *adapted +
+                        "): the adapted models rank that graph only",
+                    input);
       auto it = rankers.find(collection);
       if (it == rankers.end()) {
         const auto t0 = std::chrono::steady_clock::now();

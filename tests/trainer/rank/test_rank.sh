@@ -9,6 +9,9 @@
 # - the real TPU v3 records of tests/data/real, featurized, rank in their tree's collections;
 # - errors name the input and the reason (exit 3, the other inputs still ranked); a run
 #   directory that lacks something says what (exit 2);
+# - --adapt: fine-tuned on a file's measured configs (the generator's true runtimes of half
+#   of a test graph's configs), deterministic for a seed; another graph is rejected naming
+#   both (exit 3), a measured file without runtimes names file and key (exit 2);
 # - cmake --install to a prefix; the example project finds it with find_package(tpuperf),
 #   builds against it alone, and ranks as tpuperf-rank does.
 # Usage: test_rank.sh BIN_DIR SRC_DIR
@@ -17,7 +20,7 @@ BIN=$1
 SRC=$2
 PY=/usr/bin/python3
 source "$SRC/tests/tiny_train.sh"
-work=$(mktemp -d)
+work=$(mktemp -d "$(cd "$BIN/.." && pwd)/test_rank.XXXXXX")  # under the build directory
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 step() { echo; echo "== $*"; }
@@ -167,6 +170,46 @@ expect_rc 2 "$work/norun.txt" "$BIN/tpuperf-rank" --run "$work/empty_run" "$tile
 grep -q "train_config.yaml" "$work/norun.txt.err" || { cat "$work/norun.txt.err"; fail "a bad run dir does not say what it lacks"; }
 expect_rc 2 "$work/usage.txt" "$BIN/tpuperf-rank" --run "$work/run" --top zero "$tile"
 grep -q -- "--top" "$work/usage.txt.err" || fail "a bad --top is not named"
+
+step "--adapt: fine-tuned on measured configs of the input's graph, that graph only"
+# The first tile test file with the generator's true runtimes of its even configs (0: the
+# odd ones were not measured), outside the release tree.
+$PY - "$tile" "$work/gen/truth/tile/xla/test/$(basename "$tile")" "$work/measured.npz" <<'PY'
+import sys
+import numpy as np
+d = dict(np.load(sys.argv[1]))
+runtime = np.load(sys.argv[2])["config_runtime"].copy()
+runtime[1::2] = 0
+d["config_runtime"] = runtime
+np.savez(sys.argv[3], **d)
+PY
+expect_rc 0 "$work/adapted.json" rank --adapt "$work/measured.npz" --json "$tile"
+grep -q "adapted 2 fold models of tile:xla to $work/measured.npz" "$work/adapted.json.err" \
+  || { cat "$work/adapted.json.err"; fail "the adaptation is not logged"; }
+expect_rc 0 "$work/adapted2.json" rank --adapt "$work/measured.npz" --json "$tile"
+expect_rc 0 "$work/seed7.json" rank --adapt "$work/measured.npz" --seed 7 --adapt-steps 20 --adapt-lr 0.001 --json "$tile"
+expect_rc 0 "$work/trained.json" rank --json "$tile"
+$PY - "$work/adapted.json" "$work/adapted2.json" "$work/seed7.json" "$work/trained.json" <<'PY'
+import json, sys
+a, again, seed7, trained = (json.load(open(f))["results"][0] for f in sys.argv[1:])
+assert sorted(a["order"]) == list(range(a["configs"])), "the adapted order is not a permutation"
+assert (a["order"], a["score"]) == (again["order"], again["score"]), "the same seed ranks differently"
+assert a["score"] != trained["score"], "adapting changed no score"
+assert a["score"] != seed7["score"], "other steps, lr and seed changed no score"
+print("adapted: a permutation, the same for the same seed, other than the run's as trained")
+PY
+other_tile=$(find "$work/gen/npz/tile/xla/test" -name '*.npz' | sort | sed -n 2p)
+expect_rc 3 "$work/other.txt" rank --adapt "$work/measured.npz" "$tile" "$other_tile" "$layout"
+grep -q "$other_tile: graph .* is not the graph this ranker was adapted to ($work/measured.npz)" "$work/other.txt.err" \
+  || { cat "$work/other.txt.err"; fail "another tile graph is not refused naming both"; }
+grep -q "$layout: is a layout:nlp:random input, not the graph --adapt measured ($work/measured.npz, tile:xla)" \
+  "$work/other.txt.err" || { cat "$work/other.txt.err"; fail "a layout input is not refused"; }
+grep -q "^# $tile: " "$work/other.txt" || fail "the measured graph was not ranked beside the rejected inputs"
+expect_rc 2 "$work/noruntimes.txt" rank --adapt "$tile" "$tile"
+grep -q "$tile: key 'config_runtime': holds no runtimes" "$work/noruntimes.txt.err" \
+  || { cat "$work/noruntimes.txt.err"; fail "a measured file without runtimes is not refused by file and key"; }
+expect_rc 2 "$work/seedonly.txt" rank --seed 3 "$tile"
+grep -q -- "--seed needs --adapt" "$work/seedonly.txt.err" || fail "--seed without --adapt is not refused"
 
 step "the installed library: find_package(tpuperf) from an example project"
 cmake --install "$BIN/.." --prefix "$work/prefix" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "install"; }

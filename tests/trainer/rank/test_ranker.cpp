@@ -4,7 +4,9 @@
 // by the real tools (tpuperf-synth, tpuperf-preprocess, tpuperf-train: about 10 s, one
 // process each, in the build directory); the tests then load it and rank its test graphs:
 // load errors name the directory and file, rankings are permutations, deterministic and
-// equal to tpuperf-rank's, and malformed or wrong-kind inputs are refused by name.
+// equal to tpuperf-rank's, and malformed or wrong-kind inputs are refused by name; adapted
+// to measured configs of a graph, it ranks that graph only, deterministically for a seed,
+// and learns from the measurements what the run as trained gets backwards.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <tpuperf/ranker.h>
@@ -23,7 +25,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/base/random.h"
 #include "common/graph/graph.h"
+#include "common/metrics/metrics.h"
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -316,4 +320,262 @@ TEST(Ranker, MalformedInputNamesGraphAndKey) {
   const std::string not_npz = TrainedRun::work + "/not_a_zip.npz";
   std::ofstream(not_npz) << "not a zip";
   EXPECT_THAT(error_of([&] { tile.rank_file(not_npz); }), HasSubstr(not_npz));
+}
+
+// ---------------------------------------------------------------- adaptation (issue 48)
+
+namespace {
+
+// Candidates grown to n configs: config k >= the file's takes each of its values from a
+// config of the file picked by a hash (tile: per column; layout: per configurable node),
+// so that there are enough to measure some and score the rest.
+TileInput grown(TileInput in, size_t n) {
+  std::vector<float>& f = in.configs.config_feat;
+  const size_t have = f.size() / 24;
+  for (size_t k = have; k < n; ++k)
+    for (size_t j = 0; j < 24; ++j) f.push_back(f[(tpuperf::splitmix64(k * 24 + j) % have) * 24 + j]);
+  return in;
+}
+
+LayoutInput grown(LayoutInput in, size_t n) {
+  std::vector<int8_t>& f = in.configs.node_config_feat;
+  const size_t nc = in.configs.node_config_ids.size(), have = layout_configs(in);
+  for (size_t k = have; k < n; ++k)
+    for (size_t m = 0; m < nc; ++m) {
+      const size_t from = ((tpuperf::splitmix64(k * nc + m) % have) * nc + m) * 18;
+      f.insert(f.end(), f.begin() + from, f.begin() + from + 18);
+    }
+  return in;
+}
+
+// The rows of the given configs (width values each).
+template <typename T>
+std::vector<T> rows(const std::vector<T>& values, const std::vector<int64_t>& configs, size_t width) {
+  std::vector<T> out;
+  for (int64_t c : configs) out.insert(out.end(), values.begin() + c * width, values.begin() + (c + 1) * width);
+  return out;
+}
+
+TileInput measured(const TileInput& in, const std::vector<int64_t>& configs) {
+  return {in.graph, {rows(in.configs.config_feat, configs, 24)}};
+}
+
+LayoutInput measured(const LayoutInput& in, const std::vector<int64_t>& configs) {
+  return {in.graph,
+          {in.configs.node_config_ids, rows(in.configs.node_config_feat, configs, in.configs.node_config_ids.size() * 18)}};
+}
+
+std::vector<double> pick(const std::vector<double>& values, const std::vector<int64_t>& at) {
+  std::vector<double> out;
+  for (int64_t i : at) out.push_back(values[static_cast<size_t>(i)]);
+  return out;
+}
+
+// Runtimes that reverse a ranking: the config ranked best is the slowest, the one ranked
+// worst the fastest (100 + its place from the end), so the run as trained gets every pair
+// wrong and only what adaptation learns from the measurements can set it right.
+std::vector<double> reversed_runtimes(const tpuperf::Ranking& r) {
+  std::vector<double> runtime(r.order.size());
+  for (size_t p = 0; p < r.order.size(); ++p) runtime[static_cast<size_t>(r.order[p])] = 100.0 + static_cast<double>(r.order.size() - 1 - p);
+  return runtime;
+}
+
+// Configs 0..n-1 split at random (seeded) into `count` measured ones and the rest.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> split_configs(size_t n, size_t count, uint64_t seed) {
+  std::vector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (size_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[tpuperf::mix_seed(seed, i) % (i + 1)]);
+  return {{perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(count)},
+          {perm.begin() + static_cast<std::ptrdiff_t>(count), perm.end()}};
+}
+
+// The tile test file with runtimes of the given configs (runtime / normalizer = runtimes[i])
+// and 0 (not measured) for the others, written as NAME in the work directory.
+std::string write_measured_tile(const std::vector<int64_t>& configs, const std::vector<double>& runtimes,
+                                const std::string& name) {
+  tpuperf::TileGraph g = tpuperf::load_tile_graph(TrainedRun::tile_file);
+  std::fill(g.config_runtime.begin(), g.config_runtime.end(), 0);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto c = static_cast<size_t>(configs[i]);
+    g.config_runtime[c] = static_cast<int64_t>(runtimes[i]) * g.config_runtime_normalizers[c];
+  }
+  const std::string path = TrainedRun::work + "/" + name;
+  tpuperf::save_tile_graph(path, g, false);
+  return path;
+}
+
+// Distinct integer runtimes of n measured configs.
+std::vector<double> first_runtimes(size_t n) {
+  std::vector<double> r(n);
+  for (size_t i = 0; i < n; ++i) r[i] = 1000.0 + 10.0 * static_cast<double>(i);
+  return r;
+}
+
+}  // namespace
+
+TEST(Adapt, AdaptedRankerRanksItsGraphOnly) {
+  const tpuperf::Ranker ranker(TrainedRun::run, "tile:xla");
+  const TileInput a = tile_input(TrainedRun::tile_file);
+  const std::string other_file = npz_files(TrainedRun::work + "/gen/npz/tile/xla/test").at(1);
+  const TileInput b = tile_input(other_file);
+  const std::vector<int64_t> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  const tpuperf::Ranker tuned = ranker.adapted(a.graph, measured(a, eight).configs, first_runtimes(8));
+  expect_permutation(tuned.rank(a.graph, a.configs), a.configs.config_feat.size() / 24);
+  std::string msg = error_of([&] { tuned.rank(b.graph, b.configs); });
+  EXPECT_THAT(msg, HasSubstr("graph " + b.graph.name + " is not the graph this ranker was adapted to (" +
+                             a.graph.name + ")"));
+  // One changed node feature is another graph.
+  TileInput changed = a;
+  changed.graph.node_feat[3] += 1;
+  EXPECT_THAT(error_of([&] { tuned.rank(changed.graph, changed.configs); }), HasSubstr("is not the graph"));
+  // The file forms name the files.
+  const tpuperf::Ranker from_file = ranker.adapted_file(write_measured_tile(eight, first_runtimes(8), "measured_a.npz"));
+  msg = error_of([&] { from_file.rank_file(other_file); });
+  EXPECT_THAT(msg, HasSubstr(other_file));
+  EXPECT_THAT(msg, HasSubstr("(" + TrainedRun::work + "/measured_a.npz)"));
+  // An adapted ranker adapts further to its own graph only.
+  EXPECT_THAT(error_of([&] { tuned.adapted(b.graph, measured(b, eight).configs, first_runtimes(8)); }),
+              HasSubstr("is not the graph this ranker was adapted to"));
+
+  // Layout: the same nodes with other configurable nodes are another graph.
+  const tpuperf::Ranker layout(TrainedRun::run, "layout:nlp:random");
+  const LayoutInput l = layout_input(TrainedRun::layout_file);
+  const tpuperf::Ranker tuned_layout = layout.adapted(l.graph, measured(l, eight).configs, first_runtimes(8));
+  expect_permutation(tuned_layout.rank(l.graph, l.configs), layout_configs(l));
+  // The last configurable node moved to the first node that is not one.
+  LayoutInput moved = l;
+  std::vector<int64_t>& ids = moved.configs.node_config_ids;
+  int64_t free_node = 0;
+  while (std::find(ids.begin(), ids.end(), free_node) != ids.end()) ++free_node;
+  ids.back() = free_node;
+  EXPECT_THAT(error_of([&] { tuned_layout.rank(moved.graph, moved.configs); }),
+              HasSubstr("edges or configurable nodes differ"));
+}
+
+TEST(Adapt, SameSeedSameModelsAndTheOriginalUntouched) {
+  const tpuperf::Ranker ranker(TrainedRun::run, "layout:nlp:random");
+  const LayoutInput l = layout_input(TrainedRun::layout_file);
+  const tpuperf::Ranking before = ranker.rank(l.graph, l.configs);
+  const auto [measured_configs, rest] = split_configs(layout_configs(l), 24, 1);
+  const LayoutInput m = measured(l, measured_configs);
+  const std::vector<double> runtimes = pick(reversed_runtimes(before), measured_configs);
+  tpuperf::AdaptOptions seed1;
+  seed1.seed = 1;
+  const tpuperf::Ranking a = ranker.adapted(l.graph, m.configs, runtimes, seed1).rank(l.graph, l.configs);
+  const tpuperf::Ranking b = ranker.adapted(l.graph, m.configs, runtimes, seed1).rank(l.graph, l.configs);
+  EXPECT_EQ(a.score, b.score);
+  EXPECT_EQ(a.order, b.order);
+  EXPECT_NE(a.score, before.score);
+  // Another seed draws other slates (24 measured configs, slates of 8) and dropout masks.
+  tpuperf::AdaptOptions seed2 = seed1;
+  seed2.seed = 2;
+  EXPECT_NE(ranker.adapted(l.graph, m.configs, runtimes, seed2).rank(l.graph, l.configs).score, a.score);
+  // The original ranker's models are not the adapted ones.
+  EXPECT_EQ(ranker.rank(l.graph, l.configs).score, before.score);
+  EXPECT_EQ(ranker.adaptation(), nullptr);
+}
+
+TEST(Adapt, FileAndArraysAdaptAlikeAndTheResultSaysHow) {
+  const tpuperf::Ranker ranker(TrainedRun::run, "tile:xla");
+  const TileInput a = tile_input(TrainedRun::tile_file);
+  const std::vector<int64_t> some = {3, 0, 7, 12, 5, 9, 1, 10, 14, 2};  // the file keeps them in its order
+  std::vector<int64_t> in_file_order = some;
+  std::sort(in_file_order.begin(), in_file_order.end());
+  std::vector<double> runtimes = first_runtimes(some.size());
+  const tpuperf::Ranker from_file = ranker.adapted_file(write_measured_tile(some, runtimes, "measured_some.npz"));
+  std::vector<double> sorted_runtimes;
+  for (int64_t c : in_file_order) sorted_runtimes.push_back(runtimes[std::find(some.begin(), some.end(), c) - some.begin()]);
+  const tpuperf::Ranker from_arrays = ranker.adapted(a.graph, measured(a, in_file_order).configs, sorted_runtimes);
+  EXPECT_EQ(from_file.rank(a.graph, a.configs).score, from_arrays.rank(a.graph, a.configs).score);
+
+  const tpuperf::Adaptation* how = from_file.adaptation();
+  ASSERT_NE(how, nullptr);
+  EXPECT_EQ(how->graph, TrainedRun::work + "/measured_some.npz");
+  EXPECT_EQ(how->measured_configs, 10);
+  EXPECT_EQ(how->steps, tpuperf::kDefaultAdaptSteps);
+  EXPECT_DOUBLE_EQ(how->lr, 0.001 * tpuperf::kDefaultAdaptLrFraction);  // the run's train.lr: the default
+  EXPECT_EQ(how->slate, 10);  // the run's 16, at most the measured configs
+  EXPECT_EQ(how->loss, "hinge");  // the run's train.tile_loss: the default
+  EXPECT_GT(how->seconds, 0);
+  EXPECT_TRUE(std::isfinite(how->first_loss) && std::isfinite(how->last_loss));
+  tpuperf::AdaptOptions own;
+  own.steps = 7;
+  own.lr = 0.01;
+  own.slate = 4;
+  own.seed = 9;
+  const tpuperf::Ranker own_tuned = ranker.adapted(a.graph, measured(a, some).configs, runtimes, own);
+  const tpuperf::Adaptation* mine = own_tuned.adaptation();
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine->graph, a.graph.name);
+  EXPECT_EQ(mine->steps, 7);
+  EXPECT_EQ(mine->lr, 0.01);
+  EXPECT_EQ(mine->slate, 4);
+  EXPECT_EQ(mine->seed, 9u);
+}
+
+TEST(Adapt, BadMeasurementsAreNamed) {
+  const tpuperf::Ranker ranker(TrainedRun::run, "tile:xla");
+  const TileInput a = tile_input(TrainedRun::tile_file);
+  const TileInput four = measured(a, {0, 1, 2, 3});
+  std::string msg = error_of([&] { ranker.adapted(a.graph, four.configs, {1, 2, 3}); });
+  EXPECT_THAT(msg, HasSubstr(a.graph.name));
+  EXPECT_THAT(msg, HasSubstr("runtimes"));
+  EXPECT_THAT(msg, HasSubstr("3 runtimes for 4 measured configs"));
+  EXPECT_THAT(error_of([&] { ranker.adapted(a.graph, four.configs, {1, 2, 0, 3}); }),
+              HasSubstr("runtime of config 2 is 0"));
+  EXPECT_THAT(error_of([&] { ranker.adapted(a.graph, four.configs, {1, 2, std::nan(""), 3}); }),
+              HasSubstr("runtime of config 2"));
+  EXPECT_THAT(error_of([&] { ranker.adapted(a.graph, measured(a, {0}).configs, {1}); }),
+              HasSubstr("at least two measured configs"));
+  tpuperf::AdaptOptions slate1;
+  slate1.slate = 1;
+  EXPECT_THAT(error_of([&] { ranker.adapted(a.graph, four.configs, {1, 2, 3, 4}, slate1); }), HasSubstr("slate"));
+  // A test file has no runtimes: adapting on it names the file and the key.
+  msg = error_of([&] { ranker.adapted_file(TrainedRun::tile_file); });
+  EXPECT_THAT(msg, HasSubstr(TrainedRun::tile_file));
+  EXPECT_THAT(msg, HasSubstr("config_runtime"));
+  EXPECT_THAT(msg, HasSubstr("holds no runtimes"));
+  // A tile ranker adapts to tile graphs only.
+  const LayoutInput l = layout_input(TrainedRun::layout_file);
+  EXPECT_THAT(error_of([&] { ranker.adapted(l.graph, measured(l, {0, 1}).configs, {1, 2}); }),
+              HasSubstr("ranks tile configs, not a layout graph's"));
+}
+
+// What the run as trained and the run adapted score on the configs not measured, and
+// their runtimes.
+struct Unmeasured {
+  std::vector<double> trained, adapted, runtime;
+};
+
+// The run ranks `all`; their runtimes are set to the reverse of its order; `count` of them
+// (drawn with a seed) are measured and the ranker adapted to them with default options.
+template <typename Input>
+Unmeasured adapted_to_reversed(const tpuperf::Ranker& ranker, const Input& all, size_t count) {
+  const tpuperf::Ranking trained = ranker.rank(all.graph, all.configs);
+  const std::vector<double> runtime = reversed_runtimes(trained);
+  const auto [measured_configs, rest] = split_configs(runtime.size(), count, 3);
+  const tpuperf::Ranker tuned =
+      ranker.adapted(all.graph, measured(all, measured_configs).configs, pick(runtime, measured_configs));
+  return {pick(trained.score, rest), pick(tuned.rank(all.graph, all.configs).score, rest), pick(runtime, rest)};
+}
+
+// 64 of 160 configs are measured; on the other 96 the adapted ranker must do clearly better
+// than the run as trained, which gets every pair wrong there.
+TEST(Adapt, LearnsFromMeasurementsWhatTheRunRanksBackwards) {
+  constexpr size_t kConfigs = 160, kMeasured = 64;
+  const Unmeasured tile = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "tile:xla"),
+                                              grown(tile_input(TrainedRun::tile_file), kConfigs), kMeasured);
+  const double before = tpuperf::tile_slowdown_score_from_scores(tile.trained, tile.runtime);
+  const double after = tpuperf::tile_slowdown_score_from_scores(tile.adapted, tile.runtime);
+  EXPECT_LT(before, 0.5);
+  EXPECT_GT(after, before + 0.4) << "tile score on the unmeasured configs";
+  EXPECT_GT(tpuperf::kendall_tau(tile.adapted, tile.runtime), 0.5)
+      << "tile Kendall tau before: " << tpuperf::kendall_tau(tile.trained, tile.runtime);
+
+  const Unmeasured layout = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "layout:nlp:random"),
+                                                grown(layout_input(TrainedRun::layout_file), kConfigs), kMeasured);
+  const double tau_before = tpuperf::kendall_tau(layout.trained, layout.runtime);
+  EXPECT_LT(tau_before, -0.9);
+  EXPECT_GT(tpuperf::kendall_tau(layout.adapted, layout.runtime), 0.5)
+      << "layout Kendall tau on the unmeasured configs, before: " << tau_before;
 }

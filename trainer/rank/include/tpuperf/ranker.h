@@ -14,6 +14,13 @@
 // number of configs (8 bytes per layout config and configurable node), not with the
 // model's activations of all configs at once.
 //
+// An autotuner that has measured some configs of the graph can adapt the ranker to it:
+//
+//   tpuperf::Ranker tuned = ranker.adapted(graph, measured, runtimes);  // seconds
+//   tpuperf::Ranking r = tuned.rank(graph, all_candidates);
+//
+// fine-tunes copies of the fold models on the measured configs (see Ranker::adapted).
+//
 // Errors are thrown as std::exception subclasses whose what() names the file, the key and
 // the reason. A Ranker is not thread-safe; use one per thread.
 //
@@ -76,6 +83,30 @@ struct RankerOptions {
   bool keep_freed_memory = true;
 };
 
+// How Ranker::adapted fine-tunes the fold models. 0 picks the default.
+struct AdaptOptions {
+  int64_t steps = 0;   // optimizer steps per fold model; default kDefaultAdaptSteps
+  double lr = 0;       // AdamW learning rate, constant; default the run's train.lr x kDefaultAdaptLrFraction
+  int64_t slate = 0;   // measured configs per step; default the run's train.tile_slate / train.layout_slate
+  uint64_t seed = 0;   // the slates' draws and dropout's
+};
+constexpr int64_t kDefaultAdaptSteps = 60;
+constexpr double kDefaultAdaptLrFraction = 0.3;
+
+// What an adapted Ranker was fine-tuned on and how (the options with defaults resolved).
+struct Adaptation {
+  std::string graph;             // the measured graph: its name, or the file it came from
+  int64_t measured_configs = 0;  // configs with a runtime
+  int64_t steps = 0;
+  double lr = 0;
+  int64_t slate = 0;
+  uint64_t seed = 0;
+  std::string loss;              // the run's train.tile_loss / train.layout_loss
+  double first_loss = 0;         // the first step's loss, mean over the fold models
+  double last_loss = 0;          // the last step's loss, mean over the fold models
+  double seconds = 0;            // wall time of the whole adaptation
+};
+
 class TPUPERF_API Ranker {
  public:
   // Loads every fold's best checkpoint of the collection ("tile:xla",
@@ -94,8 +125,31 @@ class TPUPERF_API Ranker {
   // A release-format .npz of the ranker's kind (its runtimes, if any, are not used).
   Ranking rank_file(const std::string& npz_path) const;
 
+  // A Ranker adapted to one graph from measured configs of it: copies of the fold models,
+  // each fine-tuned for options.steps AdamW steps (weight decay 0, the run's gradient
+  // clipping) with the run's loss on slates of the measured configs drawn with
+  // options.seed; dropout as in training, seeded. This Ranker and the run's files are left
+  // as they are. runtimes[i] is measured config i's: tile runtime / normalizer (any unit:
+  // the losses compare runtimes), layout runtime; each finite and > 0, at least two configs.
+  // The adapted Ranker ranks that graph only (the same node features, opcodes and edges,
+  // and for layout configurable nodes): ranking another throws Error naming both. Same
+  // options, same thread count: the same adapted models (with threads = 1 checked by the
+  // tests). Sets LibTorch's random seed (process-wide), as training does.
+  Ranker adapted(const RankGraph& graph, const TileCandidates& measured, const std::vector<double>& runtimes,
+                 const AdaptOptions& options = {}) const;
+  Ranker adapted(const RankGraph& graph, const LayoutCandidates& measured, const std::vector<double>& runtimes,
+                 const AdaptOptions& options = {}) const;
+  // The same from a release-format .npz with runtimes (tile: config_runtime /
+  // config_runtime_normalizers; layout: config_runtime). A config whose runtime is 0 counts
+  // as not measured; a file with fewer than two measured configs is an Error naming the
+  // file and config_runtime.
+  Ranker adapted_file(const std::string& measured_npz, const AdaptOptions& options = {}) const;
+  // How this Ranker was adapted; nullptr for one loaded from a run as trained.
+  const Adaptation* adaptation() const;
+
  private:
   struct Impl;
+  explicit Ranker(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
