@@ -11,7 +11,7 @@ namespace {
 
 // The epilogue's rows for any width and type, as functions of __restrict pointers: without
 // them the compiler must assume the scratch rows alias the tensors and keeps these loops
-// scalar. (Float rows of the default width take the Row32 versions below.)
+// scalar. (Float rows of 32 and 64 take the Row32 versions below.)
 
 // Forward of one row at flat offset `at`: out = LayerNorm(x + keep * a), the mask bytes
 // (if mask), and the row's mean and 1 / std.
@@ -59,40 +59,99 @@ inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __r
   }
 }
 
-// The same rows for float and H = 32 (the default width) on whole-row vectors, with the
-// GELU inside: the forward reads z, not gelu(z), and the backward recomputes gelu(z) and
-// gelu'(z) from z and returns z's gradient. mask is null without dropout.
-inline void epilogue_forward_row32(int64_t row, const float* x, const float* z, uint64_t seed,
-                                   uint16_t threshold, float scale, const Row32& gamma,
-                                   const Row32& beta, float eps, uint8_t* mask, float* out,
-                                   float& mean, float& rstd) {
-  Row32 r = gelu_row32(load_row32(z), nullptr);
-  if (mask) r = r * row32_keep(seed, row, threshold, scale, mask);
-  r = r + load_row32(x);
-  const float mu = row32_sum(r) / 32.0f;
-  const Row32 d = r - mu;
-  const float inv = 1.0f / std::sqrt(row32_sum(d * d) / 32.0f + eps);
-  store_row32(out, d * inv * gamma + beta);
+// The same rows for float and H = 32 kC (kC = 1 or 2: the bench and default widths) as kC
+// Row32 vectors, with the GELU inside: the forward reads z, not gelu(z), and the backward
+// recomputes gelu(z) and gelu'(z) from z and returns z's gradient. mask is null without
+// dropout. `row` counts rows of H; the dropout draws of 32-wide part c are those of
+// elements H row + 32 c .. + 31, as keeps() draws them.
+template <int kC>
+inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, uint64_t seed,
+                                  uint16_t threshold, float scale, const Row32* gamma,
+                                  const Row32* beta, float eps, uint8_t* mask, float* out,
+                                  float& mean, float& rstd) {
+  constexpr float kWidth = 32.0f * kC;
+  Row32 r[kC];
+  float sum = 0.0f;
+  for (int c = 0; c < kC; ++c) {
+    r[c] = gelu_row32(load_row32(z + 32 * c), nullptr);
+    if (mask) r[c] = r[c] * row32_keep(seed, row * kC + c, threshold, scale, mask + 32 * c);
+    r[c] = r[c] + load_row32(x + 32 * c);
+    sum += row32_sum(r[c]);
+  }
+  const float mu = sum / kWidth;
+  float squares = 0.0f;
+  for (int c = 0; c < kC; ++c) {
+    r[c] = r[c] - mu;
+    squares += row32_sum(r[c] * r[c]);
+  }
+  const float inv = 1.0f / std::sqrt(squares / kWidth + eps);
+  for (int c = 0; c < kC; ++c) store_row32(out + 32 * c, r[c] * inv * gamma[c] + beta[c]);
   mean = mu;
   rstd = inv;
 }
 
-// mask: the row's 32 mask bytes (0 or 1), all ones without dropout (scale 1).
-inline void epilogue_backward_row32(const float* x, const float* z, const uint8_t* mask, float scale,
-                                    const float* go, const Row32& gamma, float mu, float inv,
-                                    float* gx, float* gz, Row32Double& acc_g, Row32Double& acc_b) {
-  const Row32 keep = row32_of_mask(mask, scale);
-  Row32 slope;
-  const Row32 a = gelu_row32(load_row32(z), &slope);
-  const Row32 xhat = (load_row32(x) + a * keep - mu) * inv;
-  const Row32 g = load_row32(go);
-  const Row32 gy = g * gamma;
-  acc_g.add(g * xhat);
-  acc_b.add(g);
-  const float m1 = row32_sum(gy) / 32.0f, m2 = row32_sum(gy * xhat) / 32.0f;
-  const Row32 gr = inv * (gy - m1 - xhat * m2);
-  store_row32(gx, gr);
-  store_row32(gz, gr * keep * slope);
+// mask: the row's H mask bytes (0 or 1), all ones without dropout (scale 1).
+template <int kC>
+inline void epilogue_backward_rows(const float* x, const float* z, const uint8_t* mask, float scale,
+                                   const float* go, const Row32* gamma, float mu, float inv,
+                                   float* gx, float* gz, Row32Double* acc_g, Row32Double* acc_b) {
+  constexpr float kWidth = 32.0f * kC;
+  Row32 keep[kC], slope[kC], xhat[kC], gy[kC];
+  float m1 = 0.0f, m2 = 0.0f;
+  for (int c = 0; c < kC; ++c) {
+    keep[c] = row32_of_mask(mask + 32 * c, scale);
+    const Row32 a = gelu_row32(load_row32(z + 32 * c), &slope[c]);
+    xhat[c] = (load_row32(x + 32 * c) + a * keep[c] - mu) * inv;
+    const Row32 g = load_row32(go + 32 * c);
+    gy[c] = g * gamma[c];
+    acc_g[c].add(g * xhat[c]);
+    acc_b[c].add(g);
+    m1 += row32_sum(gy[c]);
+    m2 += row32_sum(gy[c] * xhat[c]);
+  }
+  m1 /= kWidth;
+  m2 /= kWidth;
+  for (int c = 0; c < kC; ++c) {
+    const Row32 gr = inv * (gy[c] - m1 - xhat[c] * m2);
+    store_row32(gx + 32 * c, gr);
+    store_row32(gz + 32 * c, gr * keep[c] * slope[c]);
+  }
+}
+
+// Forward over rows [b, e) of width H = 32 kC (float, the vector path).
+template <int kC>
+void epilogue_forward_range(int64_t b, int64_t e, const float* xp, const float* zp, uint64_t seed,
+                            uint16_t threshold, float scale, const float* gamma, const float* beta,
+                            float eps, uint8_t* mk, float* op, float* mp, float* rp) {
+  constexpr int64_t H = 32 * kC;
+  Row32 g[kC], bt[kC];
+  for (int c = 0; c < kC; ++c) {
+    g[c] = load_row32(gamma + 32 * c);
+    bt[c] = load_row32(beta + 32 * c);
+  }
+  for (int64_t row = b; row < e; ++row)
+    epilogue_forward_rows<kC>(row, xp + row * H, zp + row * H, seed, threshold, scale, g, bt, eps,
+                              mk ? mk + row * H : nullptr, op + row * H, mp[row], rp[row]);
+}
+
+// Backward over rows [r0, r1), gamma's and beta's sums of those rows stored to acc (2 H
+// doubles: gamma's, then beta's).
+template <int kC>
+void epilogue_backward_range(int64_t r0, int64_t r1, const float* xp, const float* zp,
+                             const uint8_t* mk, int64_t mask_stride, float scale, const float* go,
+                             const float* gamma, const float* mp, const float* rp, float* gx,
+                             float* ga, double* acc) {
+  constexpr int64_t H = 32 * kC;
+  Row32 g[kC];
+  for (int c = 0; c < kC; ++c) g[c] = load_row32(gamma + 32 * c);
+  Row32Double acc_g[kC], acc_b[kC];
+  for (int64_t row = r0; row < r1; ++row)
+    epilogue_backward_rows<kC>(xp + row * H, zp + row * H, mk + row * mask_stride, scale, go + row * H,
+                               g, mp[row], rp[row], gx + row * H, ga + row * H, acc_g, acc_b);
+  for (int c = 0; c < kC; ++c) {
+    acc_g[c].store(acc + 32 * c);
+    acc_b[c].store(acc + H + 32 * c);
+  }
 }
 
 
@@ -110,23 +169,25 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     // The mask as bytes for backward: hashing costs more than storing and reading 1 byte.
     auto mask = torch::empty({threshold > 0 ? rows * H : 0}, torch::kUInt8);
     uint8_t* mk = mask.data_ptr<uint8_t>();
-    // Float rows of 32 compute the GELU in the loop (gelu16); other shapes take LibTorch's
+    // Float rows of 32 or 64 compute the GELU in the loop (gelu16); other shapes take LibTorch's
     // vectorized GELU (a scalar erf in the loop costs more than the pass it saves) and keep
     // its output for backward.
-    const bool row32 = x.scalar_type() == torch::kFloat && H == 32 && threshold < 65536;
+    const bool row32 = x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536;
     Tensor a;
     if (row32) {
       const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>();
-      const Row32 g32 = load_row32(gamma.contiguous().data_ptr<float>()),
-                  b32 = load_row32(beta.contiguous().data_ptr<float>());
+      const auto g = gamma.contiguous(), bt = beta.contiguous();
       float *op = out.data_ptr<float>(), *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
       const float scale = float(1.0 / (1.0 - p));
+      const auto t = static_cast<uint16_t>(threshold);
+      uint8_t* m = threshold > 0 ? mk : nullptr;
       at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t row = b; row < e; ++row)
-          epilogue_forward_row32(row, xp + row * 32, zp + row * 32, useed,
-                                 static_cast<uint16_t>(threshold), scale, g32, b32, float(eps),
-                                 threshold > 0 ? mk + row * 32 : nullptr, op + row * 32, mp[row],
-                                 rp[row]);
+        if (H == 32)
+          epilogue_forward_range<1>(b, e, xp, zp, useed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
+                                    float(eps), m, op, mp, rp);
+        else
+          epilogue_forward_range<2>(b, e, xp, zp, useed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
+                                    float(eps), m, op, mp, rp);
       });
     } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm", [&] {
       a = at::gelu(z);
@@ -177,19 +238,19 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     if (row32) {
       const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>(), *go = gout.data_ptr<float>();
       const float *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
-      const Row32 g32 = load_row32(gamma.contiguous().data_ptr<float>());
+      const auto gm = gamma.contiguous();
       float *ga = grad_a.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
       double* pp = partial.data_ptr<double>();
       const float scale = threshold > 0 ? float(1.0 / (1.0 - p)) : 1.0f;
       at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
         for (int64_t c = cb; c < ce; ++c) {
-          Row32Double acc_g, acc_b;
-          for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row)
-            epilogue_backward_row32(xp + row * 32, zp + row * 32, mk + row * mask_stride, scale,
-                                    go + row * 32, g32, mp[row], rp[row], gx + row * 32,
-                                    ga + row * 32, acc_g, acc_b);
-          acc_g.store(pp + c * 64);
-          acc_b.store(pp + c * 64 + 32);
+          const int64_t r0 = c * per, r1 = std::min(rows, (c + 1) * per);
+          if (H == 32)
+            epilogue_backward_range<1>(r0, r1, xp, zp, mk, mask_stride, scale, go, gm.data_ptr<float>(), mp, rp,
+                                       gx, ga, pp + c * 2 * H);
+          else
+            epilogue_backward_range<2>(r0, r1, xp, zp, mk, mask_stride, scale, go, gm.data_ptr<float>(), mp, rp,
+                                       gx, ga, pp + c * 2 * H);
         }
       });
     } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm_backward", [&] {

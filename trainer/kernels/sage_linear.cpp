@@ -57,11 +57,13 @@ std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, con
       const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
       std::fill(pxp + c * H * H, pxp + (c + 1) * H * H, 0.0f);
       std::fill(pmp + c * H * 2 * H, pmp + (c + 1) * H * 2 * H, 0.0f);
-      small_outer_rows<32, 32>(gp, H, xp, H, r0, r1, pxp + c * H * H);
-      small_outer_rows<32, 64>(gp, H, mp, 2 * H, r0, r1, pmp + c * H * 2 * H);
-      Row32Double bias;
-      for (int64_t r = r0; r < r1; ++r) bias.add(load_row32(gp + r * H));
-      bias.store(pbp + c * H);
+      outer_rows(gp, H, H, xp, H, H, r0, r1, pxp + c * H * H);
+      outer_rows(gp, H, H, mp, 2 * H, 2 * H, r0, r1, pmp + c * H * 2 * H);
+      for (int64_t q = 0; q < H; q += 32) {  // the bias's sums, 32 columns at a time
+        Row32Double bias;
+        for (int64_t r = r0; r < r1; ++r) bias.add(load_row32(gp + r * H + q));
+        bias.store(pbp + c * H + q);
+      }
     }
   });
   return {torch::cat({px.sum(0), pm.sum(0)}, 1), pb.sum(0).to(g.scalar_type())};

@@ -115,15 +115,16 @@ Fn plain_sage(const GraphEdges& edges) {
   };
 }
 
-// H = 32 in float takes the vector kernels (blocks of rows, then a tail of single rows:
-// n odd with S = 1 leaves one), the rest LibTorch's matmul.
+// H = 32 and 64 in float take the vector kernels (blocks of rows, then a tail of single
+// rows: n odd with S = 1 leaves one), the rest LibTorch's matmul.
 TEST_F(FusedOps, SageLinearMatchesLinearOfConcatenatedMeans) {
   std::mt19937_64 rng(1);
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
     // Trial 5 has more rows (305) than 8 parameter-gradient parts of 32: parts of 39 rows,
-    // the last one shorter.
-    for (int trial = 0; trial < 6; ++trial) {
-      const int64_t n = trial == 5 ? 61 : 20 + 7 * trial, S = trial == 4 ? 1 : 1 + trial, H = trial < 2 ? 8 : 32;
+    // the last one shorter. Trials 6 and 7 are trials 4 and 5 at H = 64.
+    for (int trial = 0; trial < 8; ++trial) {
+      const int64_t n = trial % 6 == 5 ? 61 : 20 + 7 * (trial % 6), S = trial % 6 == 4 ? 1 : 1 + trial % 6,
+                    H = trial < 2 ? 8 : trial < 6 ? 32 : 64;
       const auto edges = random_edges(rng, n, 3 * n);
       const auto adj = Adjacency::build(edges, n);
       const auto opts = torch::TensorOptions().dtype(dtype);
@@ -178,24 +179,28 @@ torch::Tensor mask_of(torch::IntArrayRef shape, double p, uint64_t seed, torch::
   return m.to(dtype);
 }
 
+// Rows of 32 and 64 (the bench and default widths: float takes the vector path) and 24
+// (the generic loop).
 TEST_F(FusedOps, EpilogueMatchesComposition) {
   const uint64_t seed = 12345;
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
-    for (double p : {0.0, 0.1, 0.5}) {
-      const auto opts = torch::TensorOptions().dtype(dtype);
-      const std::vector<int64_t> shape = {3, 17, 32};
-      const auto mask = mask_of(shape, p, seed, dtype);
-      const Fn fused = [&](const std::vector<torch::Tensor>& in) {
-        return gelu_dropout_add_layer_norm(in[0], in[1], in[2], in[3], 1e-5, p, seed);
-      };
-      const Fn plain = [&](const std::vector<torch::Tensor>& in) {
-        return F::layer_norm(in[1] + F::gelu(in[0]) * mask,
-                             F::LayerNormFuncOptions({32}).weight(in[2]).bias(in[3]).eps(1e-5));
-      };
-      expect_same(fused, plain,
-                  {2 * torch::randn(shape, opts), torch::randn(shape, opts),
-                   1 + 0.3 * torch::randn({32}, opts), 0.3 * torch::randn({32}, opts)},
-                  1e-5, 1e-5);
+    for (int64_t H : {32, 64, 24}) {
+      for (double p : {0.0, 0.1, 0.5}) {
+        const auto opts = torch::TensorOptions().dtype(dtype);
+        const std::vector<int64_t> shape = {3, 17, H};
+        const auto mask = mask_of(shape, p, seed, dtype);
+        const Fn fused = [&](const std::vector<torch::Tensor>& in) {
+          return gelu_dropout_add_layer_norm(in[0], in[1], in[2], in[3], 1e-5, p, seed);
+        };
+        const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+          return F::layer_norm(in[1] + F::gelu(in[0]) * mask,
+                               F::LayerNormFuncOptions({H}).weight(in[2]).bias(in[3]).eps(1e-5));
+        };
+        expect_same(fused, plain,
+                    {2 * torch::randn(shape, opts), torch::randn(shape, opts),
+                     1 + 0.3 * torch::randn({H}, opts), 0.3 * torch::randn({H}, opts)},
+                    1e-5, 1e-5);
+      }
     }
   }
 }
@@ -304,11 +309,10 @@ TEST_F(FusedOps, DropoutSeedsFollowTorchManualSeed) {
   EXPECT_NE(a, b);
 }
 
-// The kernels split rows among LibTorch's threads; every sum is taken in an order fixed by
-// the data (chunks of a fixed split, added in order), so 1 and 2 threads give the same bits.
-TEST_F(FusedOps, ResultsDoNotDependOnTheNumberOfThreads) {
+// The layer's value and gradients at width H with 1 and with 2 threads.
+void expect_thread_independent(int64_t H) {
   std::mt19937_64 rng(4);
-  const int64_t n = 150, S = 5, H = 32;
+  const int64_t n = 150, S = 5;
   const auto edges = random_edges(rng, n, 3 * n);
   const auto adj = Adjacency::build(edges, n);
   const Fn layer = [&](const std::vector<torch::Tensor>& in) {
@@ -325,6 +329,12 @@ TEST_F(FusedOps, ResultsDoNotDependOnTheNumberOfThreads) {
   const auto two = value_and_grads(layer, inputs, w);
   torch::set_num_threads(1);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << "tensor " << i;
+}
+
+// The kernels split rows among LibTorch's threads; every sum is taken in an order fixed by
+// the data (chunks of a fixed split, added in order), so 1 and 2 threads give the same bits.
+TEST_F(FusedOps, ResultsDoNotDependOnTheNumberOfThreads) {
+  for (int64_t H : {32, 64}) expect_thread_independent(H);
 }
 
 }  // namespace
