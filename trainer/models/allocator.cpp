@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -29,11 +30,14 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kMappedBlock = size_t{1} << 20;
 // A large request may take a free block up to this many classes larger (< 2x its size).
 constexpr int kLargerClasses = 3;
-// Free blocks are kept up to the larger of this and the most bytes ever live at once (a
-// step's peak), the rest given back (munmap, free): a step of a large graph frees GBs of
+// Free blocks are kept up to the larger of this and 1.5 x the most bytes ever live at once
+// (a step's peak), the rest given back (munmap, free): a step of a large graph frees GBs of
 // activations that the next step needs again, and mapping them anew cost a layout step of
 // 194k node slots 27% of its time in page faults (perf, 2026-11-28) when only 512 MiB were
-// kept.
+// kept. The half above the peak is slack for size classes: a step's requests do not fit
+// the blocks of the step before exactly, and with free blocks capped at the peak itself a
+// default-model step of that graph still mapped ~300 MB anew (3.56 s a step; 1.14 s with
+// the slack, 2026-11-29).
 constexpr size_t kMinCachedBytes = size_t{512} << 20;
 // Four classes per power of two (at most 25% rounding), from 64 bytes to 2^47.
 constexpr int kClasses = 4 * 42;
@@ -75,13 +79,27 @@ void delete_block(void* block, size_t size) {
     std::free(block);
 }
 
+// The block's header (kAlignment bytes before the tensor's data): its size class, and when
+// it is free, the time it was freed (a count of releases).
+struct BlockHeader {
+  int index;
+  uint64_t freed_at;
+};
+static_assert(sizeof(BlockHeader) <= kAlignment, "the header fits in front of the data");
+
+BlockHeader& header(void* block) { return *static_cast<BlockHeader*>(block); }
+
 // LibTorch's CPU tensors from per-size-class free lists. A training step frees and
 // allocates tensors of a few hundred sizes that change with every batch's graphs; through
 // glibc's malloc (posix_memalign) the holes they left were not reused, and the heap grew
 // by ~4 MB a step without bound: 8 GB a rank after the demo's 4 layout collections, with
 // 0.3 GB live (heaptrack). Rounded to a class, a freed block serves the next tensor of its
-// class (a large one also of the next smaller classes), and what the free lists hold
-// beyond the peak of live blocks (kMinCachedBytes at least) goes back to the system.
+// class (a large one also of the next smaller classes). What the free lists hold beyond
+// their cap (kMinCachedBytes) goes back to the system, the blocks
+// freed longest ago first: they are of sizes the steps no longer ask for. (Giving back
+// the block being freed instead kept stale blocks of the first steps forever and mapped
+// a large graph's activations anew every step: 16 blocks of 3-50 MB, ~75k page faults a
+// step, perf 2026-11-29.)
 class ReusingCpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) const override {
@@ -91,32 +109,41 @@ class ReusingCpuAllocator final : public c10::Allocator {
     void* block = take(index, size >= kMappedBlock ? kLargerClasses : 0);
     if (!block) {
       block = new_block(size);
-      *static_cast<int*>(block) = index;
+      header(block).index = index;
       count_new(size);
     }
     return {static_cast<char*>(block) + kAlignment, block, &release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
+  static CpuPoolStats stats() {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    return {p.live_bytes, p.cached_bytes, p.peak_live_bytes, p.blocks_created};
+  }
+
  private:
   struct Pool {
     std::mutex mutex;
-    std::array<std::vector<void*>, kClasses> free;
+    std::array<std::vector<void*>, kClasses> free;  // each list oldest first
     size_t cached_bytes = 0;
     size_t live_bytes = 0, peak_live_bytes = 0;  // in blocks handed out
+    size_t blocks_created = 0;
+    uint64_t releases = 0;
   };
   static void count_new(size_t size) {
     Pool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
     p.live_bytes += size;
     p.peak_live_bytes = std::max(p.peak_live_bytes, p.live_bytes);
+    ++p.blocks_created;
   }
   static Pool& pool() {
     static Pool* p = new Pool;  // never destroyed: tensors may be freed during exit
     return *p;
   }
   // A free block of class `index` or up to `larger` classes above it (its header keeps
-  // its own class).
+  // its own class), the most recently freed of its class.
   static void* take(int index, int larger) {
     Pool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
@@ -132,21 +159,40 @@ class ReusingCpuAllocator final : public c10::Allocator {
     }
     return nullptr;
   }
+  // Removes the free block freed longest ago (the oldest front of the lists) and returns
+  // it; the pool must be locked and hold at least one free block.
+  static void* evict_oldest(Pool& p) {
+    size_t oldest = kClasses;
+    for (size_t i = 0; i < p.free.size(); ++i)
+      if (!p.free[i].empty() &&
+          (oldest == kClasses || header(p.free[i].front()).freed_at < header(p.free[oldest].front()).freed_at))
+        oldest = i;
+    auto& list = p.free[oldest];
+    void* block = list.front();
+    list.erase(list.begin());
+    p.cached_bytes -= class_bytes(static_cast<int>(oldest));
+    return block;
+  }
   static void release(void* block) {
     if (!block) return;
-    const int index = *static_cast<int*>(block);
+    const int index = header(block).index;
     const size_t size = class_bytes(index);
-    Pool& p = pool();
+    std::vector<void*> evicted;
     {
+      Pool& p = pool();
       std::lock_guard<std::mutex> lock(p.mutex);
       p.live_bytes -= size;
-      if (p.cached_bytes + size <= std::max(kMinCachedBytes, p.peak_live_bytes)) {
+      const size_t cap = std::max(kMinCachedBytes, p.peak_live_bytes + p.peak_live_bytes / 2);  // see kMinCachedBytes
+      if (size <= cap) {
+        while (p.cached_bytes + size > cap) evicted.push_back(evict_oldest(p));
+        header(block).freed_at = ++p.releases;
         p.free[static_cast<size_t>(index)].push_back(block);
         p.cached_bytes += size;
-        return;
+        block = nullptr;
       }
     }
-    delete_block(block, size);
+    if (block) delete_block(block, size);
+    for (void* b : evicted) delete_block(b, class_bytes(header(b).index));
   }
 };
 
@@ -156,6 +202,8 @@ size_t cpu_tensor_size_class(size_t bytes) {
   int index = 0;
   return size_class(bytes, &index);
 }
+
+CpuPoolStats cpu_tensor_pool_stats() { return ReusingCpuAllocator::stats(); }
 
 void keep_freed_memory_for_reuse() {
 #if defined(__GLIBC__)

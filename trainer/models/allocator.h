@@ -22,4 +22,11 @@ void keep_freed_memory_for_reuse();
 // The bytes a CPU tensor of `bytes` takes from the pool: its size class.
 size_t cpu_tensor_size_class(size_t bytes);
 
+// The pool's state, in bytes of size classes: blocks held by tensors, free blocks kept,
+// the most ever held at once, and how many blocks were taken from the system.
+struct CpuPoolStats {
+  size_t live_bytes = 0, cached_bytes = 0, peak_live_bytes = 0, blocks_created = 0;
+};
+CpuPoolStats cpu_tensor_pool_stats();
+
 }  // namespace tpuperf

@@ -50,5 +50,34 @@ TEST(Allocator, FreedBlockServesTheNextTensorOfItsClass) {
   EXPECT_EQ(smaller.data_ptr(), large);
 }
 
+// When the free blocks would exceed the cap (1.5 x the peak of live blocks, 512 MiB at
+// least), the blocks freed longest ago go back to the system, not the one being freed: a
+// step that allocates the same sizes again finds them. Untouched mmapped blocks cost no
+// memory.
+TEST(Allocator, FullCacheGivesBackTheBlocksFreedLongestAgo) {
+  keep_freed_memory_for_reuse();
+  constexpr int64_t kMiB = 1 << 20;
+  const size_t base = cpu_tensor_pool_stats().cached_bytes;  // what earlier tests left
+  ASSERT_LT(base, size_t{16} << 20);
+  // Two stale free blocks, of classes 192 and 448 MiB: the peak is 448 MiB, the cap 672.
+  { torch::Tensor stale = torch::empty({180 * kMiB}, torch::kUInt8); }
+  { torch::Tensor stale = torch::empty({400 * kMiB}, torch::kUInt8); }
+  ASSERT_EQ(cpu_tensor_pool_stats().cached_bytes, base + (size_t{640} << 20));
+  // 90 MiB (class 96 MiB) cannot take either (more than 3 classes larger); freeing it would
+  // make 736 MiB of free blocks, so the blocks freed before it go back, oldest first (the
+  // earlier tests' and the 192 MiB one), and the next 90 MiB tensor reuses its block
+  // without taking a new one.
+  const void* first = nullptr;
+  {
+    torch::Tensor t = torch::empty({90 * kMiB}, torch::kUInt8);
+    first = t.data_ptr();
+  }
+  const CpuPoolStats freed = cpu_tensor_pool_stats();
+  EXPECT_EQ(freed.cached_bytes, size_t{448 + 96} << 20);
+  torch::Tensor again = torch::empty({90 * kMiB}, torch::kUInt8);
+  EXPECT_EQ(cpu_tensor_pool_stats().blocks_created, freed.blocks_created);
+  EXPECT_EQ(again.data_ptr(), first);
+}
+
 }  // namespace
 }  // namespace tpuperf
