@@ -11,9 +11,17 @@ namespace tpuperf::kernels {
 // The SAGE layer's matmuls have K and M of H to 3H (32 to 96): too small for a BLAS's
 // packing to pay off. These kernels keep a block of outputs in vector registers and
 // stream the rows.
+// Rows per register block of small_matmul_rows: as many as the accumulators allow, and
+// with AVX-512 6 for outputs of up to 64 columns: at 64 -> 64 and 128 -> 64, 6 rows ran
+// 1.3-2x faster than 3 on one core although 6 x 4 accumulators leave few registers for
+// the rest (tests/bench/kernel_blocks.cpp, 2026-11-29).
+constexpr int matmul_block_rows(int kM) {
+  return kLanes == 16 && kM <= 64 ? 6 : std::max(1, kAccumulators / (kM / kLanes));
+}
+
 // out[r] (+)= a[r, :kK] @ w (kK x kM, row-major with row stride ldw) for r in [r0, r1);
 // kR rows share each load of w.
-template <int kK, int kM, int kR = std::max(1, kAccumulators / (kM / kLanes))>
+template <int kK, int kM, int kR = matmul_block_rows(kM)>
 void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64_t r1,
                        const float* __restrict w, int64_t ldw, float* __restrict out,
                        int64_t ldo, bool accumulate) {
@@ -72,10 +80,16 @@ void small_outer_block(const float* __restrict g, int64_t ldg, const float* __re
   }
 }
 
+// Output rows per block of small_outer_rows. With AVX-512, 8 for every shape here: at
+// 32 x 32, 32 x 64 and 64 x 64 blocks of 8 rows ran at 113-140 GF/s on one core against
+// 62-75 with 2 or 4 (tests/bench/kernel_blocks.cpp, 2026-11-29), although 8 x 4 vectors
+// of 64 x 64 fill all 32 registers. Otherwise as many as the accumulators allow.
+constexpr int outer_block_rows(int kM) { return kLanes == 16 ? 8 : floor_pow2(kAccumulators / (kM / kLanes)); }
+
 // out (kJ x kM, row stride ldo) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: a
 // weight gradient. Blocks of kJB output rows stay in registers while blocks of 64 rows (in
 // L1) stream through.
-template <int kJ, int kM, int kJB = floor_pow2(kAccumulators / (kM / kLanes))>
+template <int kJ, int kM, int kJB = outer_block_rows(kM)>
 void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __restrict b,
                       int64_t ldb, int64_t r0, int64_t r1, float* __restrict out, int64_t ldo = kM) {
   static_assert(kM % kLanes == 0 && kJ % kJB == 0, "blocks must tile the output");

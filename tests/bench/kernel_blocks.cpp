@@ -1,0 +1,79 @@
+// The SAGE layer's small-matrix kernels (trainer/kernels/small_matmul.h) at the shapes of
+// H = 32 and 64, for several register-block sizes: GF/s on one core, best of `rounds`.
+// Chooses the blocks the kernels use (outer_block_rows, small_matmul_rows' kR); prints a
+// table, asserts nothing.
+//   kernel_blocks [ROWS] [ROUNDS]     (default 100000 rows, 3 rounds)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "trainer/kernels/small_matmul.h"
+
+namespace {
+
+using namespace tpuperf::kernels;
+using Clock = std::chrono::steady_clock;
+
+struct Data {
+  explicit Data(int64_t rows) : rows(rows), a(rows * 128, 0.5f), b(rows * 128, 0.25f), w(128 * 192, 0.01f), out(rows * 192) {}
+  int64_t rows;
+  std::vector<float> a, b, w, out;
+};
+
+// Best GF/s of `rounds` timed calls of f, which does `flops` floating-point operations.
+template <typename F>
+double best_gflops(int rounds, double flops, F&& f) {
+  double best = 0.0;
+  for (int i = 0; i < rounds; ++i) {
+    const auto t0 = Clock::now();
+    f();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, flops / s / 1e9);
+  }
+  return best;
+}
+
+// The weight gradient's kernel: out (kJ x kM) += g^T b over all rows, blocks of kJB.
+template <int kJ, int kM, int kJB>
+double outer(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
+    small_outer_rows<kJ, kM, kJB>(d.a.data(), kJ, d.b.data(), kM, 0, d.rows, d.out.data(), kM);
+  });
+}
+
+// The forward's kernel: out[r] += a[r] @ w over all rows, kR rows per register block, in
+// the kernels' tasks of 32 rows.
+template <int kK, int kM, int kR>
+double matmul(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * kK * kM, [&] {
+    for (int64_t r = 0; r < d.rows; r += 32)
+      small_matmul_rows<kK, kM, kR>(d.a.data(), kK, r, std::min(d.rows, r + 32), d.w.data(), kM, d.out.data(), kM, true);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 100000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  Data d(rows);
+  std::printf("%lld rows, best of %d rounds, GF/s on one core (%d floats a vector)\n\n",
+              static_cast<long long>(rows), rounds, kLanes);
+  std::printf("| weight gradient g^T b | 2 rows | 4 rows | 8 rows | 16 rows | used |\n|---|---:|---:|---:|---:|---:|\n");
+  std::printf("| 32 x 32 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<32, 32, 2>(d, rounds), outer<32, 32, 4>(d, rounds),
+              outer<32, 32, 8>(d, rounds), outer<32, 32, 16>(d, rounds), outer_block_rows(32));
+  std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<32, 64, 2>(d, rounds), outer<32, 64, 4>(d, rounds),
+              outer<32, 64, 8>(d, rounds), outer<32, 64, 16>(d, rounds), outer_block_rows(64));
+  std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<64, 64, 2>(d, rounds), outer<64, 64, 4>(d, rounds),
+              outer<64, 64, 8>(d, rounds), outer<64, 64, 16>(d, rounds), outer_block_rows(64));
+  std::printf("\n| rows @ w | 1 row | 2 rows | 3 rows | 4 rows | 6 rows | used |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| 32 -> 32 | %.0f | %.0f | %.0f | %.0f | %.0f | %d |\n", matmul<32, 32, 1>(d, rounds), matmul<32, 32, 2>(d, rounds),
+              matmul<32, 32, 3>(d, rounds), matmul<32, 32, 4>(d, rounds), matmul<32, 32, 6>(d, rounds), matmul_block_rows(32));
+  std::printf("| 64 -> 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %d |\n", matmul<64, 64, 1>(d, rounds), matmul<64, 64, 2>(d, rounds),
+              matmul<64, 64, 3>(d, rounds), matmul<64, 64, 4>(d, rounds), matmul<64, 64, 6>(d, rounds), matmul_block_rows(64));
+  std::printf("| 128 -> 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %d |\n", matmul<128, 64, 1>(d, rounds), matmul<128, 64, 2>(d, rounds),
+              matmul<128, 64, 3>(d, rounds), matmul<128, 64, 4>(d, rounds), matmul<128, 64, 6>(d, rounds), matmul_block_rows(64));
+  return 0;
+}
