@@ -107,6 +107,16 @@ std::vector<ConfigKey>& schema_table() {
        "a fold of one train graph trains at least about this many passes over its train configs an epoch, "
        "within train.max_config_passes_per_epoch (0 = off)",
        0, 1e9},
+      // The floors count configs, not what they cost: a fold of one 7,223-node graph of a
+      // release-scale sample planned 435 steps of 128 configs an epoch (8 passes), ~40 min an
+      // epoch on one rank at the default layout model's ~6 us a node-config. 10^8
+      // node-configs are ~10 min; the Baselines bench's lone graphs (2,000 train configs,
+      // up to ~7k nodes, 2 ranks) plan at most ~6 x 10^7 a rank and are not cut.
+      {"train.max_node_configs_per_epoch", T::Float, "1e8",
+       "cap on the step floors by cost: a floor makes one rank's epoch process at most about this many "
+       "node-configs (a graph's nodes times the configs of its slates, a rank's share of each step) "
+       "(0 = no cap); never below one pass over the train graphs",
+       0, 1e15},
       {"train.tile_slate", T::Int, "32", "configs per tile graph in a step", 2, 4096},
       {"train.layout_slate", T::Int, "16", "configs per layout graph in a step", 2, 4096},
       // Scoring the out-of-fold and valid graphs costs a layout fold of the demo about a

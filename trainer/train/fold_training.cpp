@@ -129,6 +129,17 @@ void drop_metrics_after(const std::string& path, int64_t epochs_done) {
   rename_durable(tmp, path);
 }
 
+// What one step costs a rank of a group of `ranks`, in node-configs: the mean train
+// graph's nodes times the configs of a step's slates, shared by the group (the cap of
+// train.max_node_configs_per_epoch).
+double rank_node_configs_per_step(const TrainSettings& s, const GraphSet& train, int ranks) {
+  if (train.size() == 0) return 0.0;
+  double nodes = 0.0;
+  for (int64_t i = 0; i < train.size(); ++i) nodes += static_cast<double>(train.entry(i).num_nodes);
+  const double configs = static_cast<double>(s.graphs_per_step * s.slate(train.kind()));
+  return nodes / static_cast<double>(train.size()) * configs / static_cast<double>(std::max(ranks, 1));
+}
+
 }  // namespace
 
 std::string train_fold(const TrainSettings& settings, const std::string& collection, int fold, const FoldData& data,
@@ -185,12 +196,17 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
   SlateSampler sampler(train.num_configs(), so, work);
   int64_t train_configs = 0;
   for (int64_t n : train.num_configs()) train_configs += n;
-  const int64_t spe = s.steps_per_epoch(collection, sampler.steps_per_pass(), train_configs, train.size());
+  const double step_cost = rank_node_configs_per_step(s, train, size);
+  const int64_t planned = s.steps_per_epoch(collection, sampler.steps_per_pass(), train_configs, train.size());
+  const int64_t spe =
+      s.steps_per_epoch_by_cost(collection, sampler.steps_per_pass(), train_configs, train.size(), step_cost);
   if (rank == 0)
     spdlog::info("{}: model {} (hidden {}, {} layers, dropout {}, {} attention heads), {} steps an epoch over {} "
-                 "train graphs of {} configs",
+                 "train graphs of {} configs, ~{:.3g} node-configs a rank{}",
                  label, spec.arch, spec.options.hidden, spec.options.layers, spec.options.dropout,
-                 spec.options.attention_heads, spe, train.size(), train_configs);
+                 spec.options.attention_heads, spe, train.size(), train_configs, step_cost * static_cast<double>(spe),
+                 spe < planned ? fmt::format(" (capped from {} steps by train.max_node_configs_per_epoch)", planned)
+                               : std::string());
   int64_t total = s.epochs * spe;
   for (int64_t epoch = meta.epochs_done; epoch < s.epochs; ++epoch) {
     // Dropout draws depend only on (seed, fold, epoch, rank): a resumed epoch replays.

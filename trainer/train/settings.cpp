@@ -1,5 +1,6 @@
 #include "trainer/train/settings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -22,6 +23,7 @@ TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
       min_steps_per_epoch(cfg.get_int("train.min_steps_per_epoch")),
       max_config_passes_per_epoch(cfg.get_float("train.max_config_passes_per_epoch")),
       single_graph_min_config_passes_per_epoch(cfg.get_float("train.single_graph_min_config_passes_per_epoch")),
+      max_node_configs_per_epoch(cfg.get_float("train.max_node_configs_per_epoch")),
       tile_slate(cfg.get_int("train.tile_slate")),
       layout_slate(cfg.get_int("train.layout_slate")),
       eval_max_configs(cfg.get_int("train.eval_max_configs")),
@@ -100,6 +102,18 @@ int64_t TrainSettings::steps_per_epoch(const std::string& collection, int64_t pa
   if (own.max_config_passes_per_epoch > 0 && train_configs > 0)
     floor = std::min(floor, steps_for(own.max_config_passes_per_epoch));  // >= 1: passes and configs are positive
   return std::max(pass_steps, floor);
+}
+
+int64_t TrainSettings::steps_per_epoch_by_cost(const std::string& collection, int64_t pass_steps,
+                                               int64_t train_configs, int64_t train_graphs,
+                                               double rank_node_configs_per_step) const {
+  const TrainSettings& own = of(collection);
+  const int64_t steps = steps_per_epoch(collection, pass_steps, train_configs, train_graphs);
+  if (own.fixed_steps_per_epoch > 0 || own.max_node_configs_per_epoch <= 0 || rank_node_configs_per_step <= 0)
+    return steps;
+  const double affordable = std::floor(own.max_node_configs_per_epoch / rank_node_configs_per_step);
+  if (affordable >= static_cast<double>(steps)) return steps;
+  return std::max({pass_steps, int64_t{1}, static_cast<int64_t>(affordable)});
 }
 
 ModelSpec TrainSettings::kind_model_spec(Kind kind, int64_t num_node_feat) const {

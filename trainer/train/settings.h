@@ -34,6 +34,9 @@ struct TrainSettings {
   // A fold of one train graph (a graph tuned on its own configs) raises its floor to about
   // this many passes over its train configs (0: off).
   double single_graph_min_config_passes_per_epoch{};
+  // Caps the floors so that a rank's epoch processes at most about this many node-configs
+  // (0: no cap).
+  double max_node_configs_per_epoch{};
   int64_t tile_slate{}, layout_slate{}, eval_max_configs{};
   int64_t eval_every{};  // score oof/valid after every eval_every-th epoch and the last
   int64_t tile_eval_chunk{}, layout_eval_chunk{};
@@ -67,6 +70,12 @@ struct TrainSettings {
   // would silently train another budget.
   int64_t steps_per_epoch(const std::string& collection, int64_t pass_steps, int64_t train_configs,
                           int64_t train_graphs) const;
+  // steps_per_epoch's plan, then its floor capped by cost: at most about
+  // max_node_configs_per_epoch / `rank_node_configs_per_step` steps (what one step costs a
+  // rank: its share of the step's graphs' nodes times their slates), never below
+  // `pass_steps` nor 1. A set train.steps_per_epoch is kept as it is.
+  int64_t steps_per_epoch_by_cost(const std::string& collection, int64_t pass_steps, int64_t train_configs,
+                                  int64_t train_graphs, double rank_node_configs_per_step) const;
   // The weight averaging decay of a collection's folds.
   double ema_decay_of(const std::string& collection) const;
   // The key that set ema_decay_of(collection) (train.ema_decay or the collection's section

@@ -104,6 +104,28 @@ TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   EXPECT_THROW(settings_of({"train.single_graph_min_config_passes_per_epoch=-1"}), Error);
 }
 
+// The floors stop where a rank's epoch would process more than
+// train.max_node_configs_per_epoch (10^8) node-configs: a fold of one 7,223-node graph of
+// 20,000 configs on one rank (8 x 16 configs a step: 924,544 node-configs) plans 108
+// steps, not 1,250; the Baselines bench's lone graphs (2,000 configs, 2 ranks) keep theirs.
+TEST(TrainSettings, FloorsStopAtWhatARankCanProcessInAnEpoch) {
+  const TrainSettings s = settings_of({});
+  const double big = 7223.0 * 128;  // one rank's node-configs a step
+  EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 20000, 1), 1250);
+  EXPECT_EQ(s.steps_per_epoch_by_cost("layout:xla:random", 1, 20000, 1, big), 108);  // floor(1e8 / 924,544)
+  EXPECT_EQ(s.steps_per_epoch_by_cost("layout:xla:random", 1, 2000, 1, big / 2), 125);  // 2 ranks: not cut
+  EXPECT_EQ(s.steps_per_epoch_by_cost("layout:xla:random", 300, 20000, 1, big), 300);  // a pass over the graphs wins
+  EXPECT_EQ(s.steps_per_epoch_by_cost("layout:xla:random", 1, 20000, 1, 1e9), 1);      // at least one step
+  EXPECT_EQ(s.steps_per_epoch_by_cost("layout:xla:random", 1, 20000, 1, 0.0), 1250);   // cost unknown: uncapped
+  const TrainSettings off = settings_of({"train.max_node_configs_per_epoch=0"});
+  EXPECT_EQ(off.steps_per_epoch_by_cost("layout:xla:random", 1, 20000, 1, big), 1250);
+  const TrainSettings set = settings_of({"train.steps_per_epoch=500"});
+  EXPECT_EQ(set.steps_per_epoch_by_cost("layout:xla:random", 1, 20000, 1, big), 500);  // set steps are kept
+  const TrainSettings own = settings_of({entry("layout:xla:random", "train.max_node_configs_per_epoch", "2e8")});
+  EXPECT_EQ(own.steps_per_epoch_by_cost("layout:xla:random", 1, 20000, 1, big), 216);
+  EXPECT_THROW(settings_of({"train.max_node_configs_per_epoch=-1"}), Error);
+}
+
 // The default collections: section gives tile:xla, the nlp collections and xla:default a
 // floor of their own; an entry replaces it, null removes it (the top-level floor again).
 TEST(TrainSettings, ACollectionsOwnFloorReplacesTheTopLevelOne) {
