@@ -65,7 +65,8 @@ GraphScores score_every_config(RankingModel& model, const ConfigSource& source, 
   std::vector<int64_t> unique;
   for (int64_t c = 0; c < source.num_configs; ++c)
     if (first[static_cast<size_t>(c)] == c) unique.push_back(c);
-  torch::NoGradGuard no_grad;
+  // No autograd state at all (no graph, no version counters): scores only.
+  c10::InferenceMode inference;
   model.eval();
   std::vector<double> score(static_cast<size_t>(source.num_configs));
   for (size_t at = 0; at < unique.size(); at += static_cast<size_t>(chunk)) {

@@ -121,7 +121,8 @@ std::vector<GraphScores> score_set(const TrainSettings& settings, RankingModel& 
   std::vector<std::string> keys;
   for (int64_t i = 0; i < set.size(); ++i) keys.push_back(set.key(i));
   auto plans = make_eval_plans(set.kind(), set.num_configs(), keys, s.eval_max_configs, s.eval_chunk(set.kind()), s.seed);
-  torch::NoGradGuard no_grad;
+  // No autograd state at all (no graph, no version counters): scores only.
+  c10::InferenceMode inference;
   model.eval();
   std::vector<GraphScores> out;
   for (size_t p = 0; p < plans.size(); ++p) {
