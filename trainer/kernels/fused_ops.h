@@ -20,7 +20,9 @@
 //   add_gathered       node[u] + table[s, index[u]] for every slot s and node u: the tile
 //                      model's per-node plus per-(slot, graph) inputs, whose backward is one
 //                      pass (a sum over slots and a sum per table row) instead of LibTorch's
-//                      broadcast, index_select, sum and index_add.
+//                      broadcast, index_select, sum and index_add;
+//   embedding_sum      per row the sum of the table rows its indices pick (the layout
+//                      value table), without the one-hot matrix a matmul would need.
 //
 // All take per-config states [S, N, H] (contiguous float or double). Dropout masks are
 // those of dropout_mask.h. One file per kernel (its autograd Function and entry point);
@@ -62,5 +64,8 @@ torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t
 // values in [0, T)).
 torch::Tensor add_gathered(const torch::Tensor& node, const torch::Tensor& table,
                            const torch::Tensor& index);
+// [R, H]: out[r] = sum over k of weight[values[r, k]] (weight [V, H], values [R, K] in
+// [0, V), K >= 1): an EmbeddingBag in sum mode.
+torch::Tensor embedding_sum(const torch::Tensor& weight, const torch::Tensor& values);
 
 }  // namespace tpuperf

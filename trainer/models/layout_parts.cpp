@@ -1,6 +1,7 @@
 #include "trainer/models/layout_parts.h"
 
 #include "common/graph/processed_graph.h"
+#include "trainer/kernels/fused_ops.h"
 
 namespace tpuperf {
 
@@ -11,11 +12,7 @@ torch::nn::EmbeddingBag make_layout_value_table(int64_t hidden) {
 
 torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const Batch& batch, bool fused) {
   const auto values = batch.config_values.flatten(0, 1);  // (S * M) x 18
-  if (!fused) return table(values);
-  const auto& weight = table->weight;
-  // Each row's 18 indices are distinct (one per position), so a scatter of ones is exact.
-  const auto one_hot = torch::zeros({values.size(0), weight.size(0)}, weight.options()).scatter_(1, values, 1.0);
-  return one_hot.matmul(weight);
+  return fused ? embedding_sum(table->weight, values) : table(values);
 }
 
 torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch,

@@ -169,6 +169,30 @@ TEST_F(FusedOps, AddGatheredMatchesBroadcastIndexSelect) {
                c10::Error);
 }
 
+// ----------------------------------------------------------------------- embedding_sum
+// Against LibTorch's EmbeddingBag in sum mode (the plain path), with rows that pick one
+// table row several times, rows enough for several backward chunks (300 > 32) and a table
+// row nobody picks; the gradient also against finite differences.
+TEST_F(FusedOps, EmbeddingSumMatchesEmbeddingBagSum) {
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> picks;
+  for (int i = 0; i < 300 * 18; ++i) picks.push_back(static_cast<int64_t>(rng() % 125));  // row 125 unused
+  const auto values = torch::tensor(picks).view({300, 18});
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    const auto opts = torch::TensorOptions().dtype(dtype);
+    const Fn fused = [&](const std::vector<torch::Tensor>& in) { return embedding_sum(in[0], values); };
+    const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+      return F::embedding_bag(values, in[0], F::EmbeddingBagFuncOptions().mode(torch::kSum));
+    };
+    for (int64_t H : {64, 5}) expect_same(fused, plain, {torch::randn({126, H}, opts)}, 1e-5, 1e-5);
+  }
+  const auto few = torch::tensor(std::vector<int64_t>{0, 2, 2, 1, 0, 3}).view({3, 2});
+  expect_finite_differences([&](const std::vector<torch::Tensor>& in) { return embedding_sum(in[0], few); },
+                            {torch::randn({4, 3}, torch::kFloat64)});
+  EXPECT_THROW(embedding_sum(torch::randn({4, 3}), torch::tensor(std::vector<int64_t>{0, 4}).view({1, 2})),
+               c10::Error);
+}
+
 // ------------------------------------------------- gelu -> dropout -> add -> LayerNorm
 // The mask of gelu_dropout_add_layer_norm as a tensor (1 / (1 - p) or 0), from the seed.
 torch::Tensor mask_of(torch::IntArrayRef shape, double p, uint64_t seed, torch::Dtype dtype) {
