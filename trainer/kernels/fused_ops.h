@@ -5,12 +5,12 @@
 //
 //   sage_linear        linear(cat(x, mean of producers' x, mean of consumers' x)) per node:
 //                      the means are CSR gathers (no scatter) both ways, taken before the
-//                      matmul on H-wide rows, and for float with H = 32 the matmuls use
+//                      matmul on H-wide rows, and for float with H = 32 or 64 the matmuls use
 //                      register-blocked vector kernels instead of the BLAS (whose packing
 //                      costs more than the math at these widths);
 //   gelu_dropout_add_layer_norm
 //                      LayerNorm(x + dropout(gelu(z))): GELU, dropout, residual and
-//                      LayerNorm in one pass (forward and backward; float rows of 32
+//                      LayerNorm in one pass (forward and backward; float rows of 32 or 64
 //                      compute the GELU in the pass, other shapes take LibTorch's first),
 //                      the mask drawn by hashing and kept as bytes for backward;
 //   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is
@@ -44,7 +44,7 @@ namespace tpuperf {
 torch::Tensor counter_dropout(const torch::Tensor& x, double p, uint64_t seed);
 
 // LayerNorm(x + dropout(gelu(z))) over the last dimension (the erf GELU: LibTorch's, or
-// for float rows of 32 an approximation of erf within 1.5e-7; weight gamma, bias beta, the
+// for float rows of 32 or 64 an approximation of erf within 1.5e-7; weight gamma, bias beta, the
 // mask of counter_dropout with this seed; p = 0 for none).
 torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::Tensor& x,
                                           const torch::Tensor& gamma, const torch::Tensor& beta,
