@@ -258,28 +258,21 @@ def cmd_report(a):
           "| collection | budget | graphs x draws | held-out | " + " | ".join(n for _, n in METHODS) +
           " | random | adapted − (a) / − better (c) | adaptation s |",
           "|---|---|---|---|" + "---|" * (len(METHODS) + 3)]
+    rows = [(g, b, agg[(g, b)]) for g in groups for b in budgets if (g, b) in agg]
     not_beaten = []
-    for g in groups:
-        for b in budgets:
-            e = agg.get((g, b))
-            if e is None:
-                continue
-            beats, vt = verdict(e)
-            if not beats:
-                not_beaten.append((g, b, e))
-            L.append(f"| {g} | {b} | {e['graphs']} x {e['draws']} | {e['held']['mean']:.0f} | " +
-                     " | ".join(ms(e[m]["score"]) for m, _ in METHODS) +
-                     f" | {e['random']['score']['mean']:.3f} | {'**' + vt + '**' if beats else vt} | "
-                     f"{ms(e['adapted']['seconds'], 2)} |")
+    for g, b, e in rows:
+        beats, vt = verdict(e)
+        if not beats:
+            not_beaten.append((g, b, e))
+        L.append(f"| {g} | {b} | {e['graphs']} x {e['draws']} | {e['held']['mean']:.0f} | " +
+                 " | ".join(ms(e[m]["score"]) for m, _ in METHODS) +
+                 f" | {e['random']['score']['mean']:.3f} | {'**' + vt + '**' if beats else vt} | "
+                 f"{ms(e['adapted']['seconds'], 2)} |")
     L += ["", "### Top-1 / top-5 slowdown on the held-out configs (mean ± sd; 1 = the best held-out config)", "",
           "| collection | budget | " + " | ".join(n for _, n in METHODS) + " |", "|---|---|" + "---|" * len(METHODS)]
-    for g in groups:
-        for b in budgets:
-            e = agg.get((g, b))
-            if e is None:
-                continue
-            L.append(f"| {g} | {b} | " + " | ".join(f"{ms(e[m]['top1'], 2)} / {ms(e[m]['top5'], 2)}"
-                                                  for m, _ in METHODS) + " |")
+    for g, b, e in rows:
+        L.append(f"| {g} | {b} | " + " | ".join(f"{ms(e[m]['top1'], 2)} / {ms(e[m]['top5'], 2)}"
+                                              for m, _ in METHODS) + " |")
     L += ["", "### Where adapted does not beat both (a) and (c) on average", ""]
     if not_beaten:
         L += [f"{len(not_beaten)} of {len(agg)} rows. What the records show (Kendall's tau of each model's "
