@@ -220,10 +220,26 @@ def why_not(group, budget, e):
     return "; ".join(parts) + "."
 
 
+def timed(timing):
+    """{(group, budget): stats of the seconds} of the timing pass's adaptations (lines
+    "<budget> <slot> <collection> <graph> <tpuperf-rank --adapt log>")."""
+    seconds = {}
+    for line in open(timing):
+        b, slot, collection, name, log = line.split()
+        key = (group_of(dict(slot=slot, graph=name, collection=collection)), int(b))
+        seconds.setdefault(key, []).append(adapt_log(log)["seconds"])
+    return {k: stats(v) for k, v in seconds.items()}
+
+
 def cmd_report(a):
     records = [json.loads(line) for line in open(a.records)]
     meta = json.load(open(a.meta))
     agg = aggregate(records)
+    # The seconds quoted are the timing pass's (adaptations run alone on the bench lock), not
+    # the quality runs'.
+    t = timed(a.timing) if a.timing else {}
+    for key, e in agg.items():
+        e["adapted"]["seconds"] = t.get(key)
     groups = sorted({k[0] for k in agg}, key=lambda g: (g.startswith("real"), g))
     budgets = sorted({b for b in meta["budgets"]})
     skipped = meta.get("skipped", [])
@@ -282,8 +298,8 @@ def cmd_report(a):
         L += ["- " + why_not(g, b, e) for g, b, e in not_beaten]
     else:
         L.append(f"None: adapted beats both at every budget and collection on average ({len(agg)} rows).")
-    L += ["", "Adaptation s: the seconds `Ranker::adapted` took (tpuperf-rank's log line: every fold model, "
-          "one LibTorch thread), mean ± sd over the row's adaptations. The analysis is the dated note "
+    L += ["", f"Adaptation s: the seconds `Ranker::adapted` took (tpuperf-rank's log line: every fold model, "
+          f"one LibTorch thread, {meta['timing_note']}), mean ± sd. The analysis is the dated note "
           "docs/experiments/2026-11-29-E26-adaptation-budget.md, not written by the bench.", "",
           f"Command: `bash tests/bench/bench_adapt_budget.sh [BIN_DIR]` (its header says what it runs; the trees, "
           f"rankings and logs stay in `$TPUPERF_BENCH_DIR/adapt-budget`).", ""]
@@ -353,6 +369,7 @@ def main():
     q.add_argument("--records", required=True)
     q.add_argument("--meta", required=True)
     q.add_argument("--results", default="", help="RESULTS.md to write the section into")
+    q.add_argument("--timing", default="", help="the timing pass's list of adaptations (the seconds quoted)")
     a = p.parse_args()
     {"sources": cmd_sources, "collect": cmd_collect, "report": cmd_report}[a.cmd](a)
     return 0

@@ -400,7 +400,7 @@ class LayoutGraph:
 
 
 # -------------------------------------------------------------------------------- models
-def make_models(n_rows, budget_s):
+def make_models(n_rows, budget_s, gbt_max_iter=500):
     """The two flat models. The GBT's rounds are bounded by early stopping on an internal
     10% split (and max_iter); budget_s is stated, not enforced by sklearn: training times
     are reported next to it."""
@@ -411,7 +411,7 @@ def make_models(n_rows, budget_s):
     return {
         "ridge": lambda alpha=1.0: make_pipeline(StandardScaler(), Ridge(alpha=alpha)),
         "gbt": lambda lr=0.1, leaves=31: HistGradientBoostingRegressor(
-            max_iter=500, learning_rate=lr, max_leaf_nodes=leaves, min_samples_leaf=min(20, max(2, n_rows // 20)),
+            max_iter=gbt_max_iter, learning_rate=lr, max_leaf_nodes=leaves, min_samples_leaf=min(20, max(2, n_rows // 20)),
             l2_regularization=1e-3, early_stopping=n_rows >= 200, validation_fraction=0.1,
             n_iter_no_change=20, random_state=0),
     }
@@ -579,7 +579,7 @@ def cmd_within(a):
             model = make_models(len(t), a.budget)["ridge"](alpha).fit(Xtr, t)
             design = lambda X: X
         else:
-            model = make_models(len(t), a.budget)["gbt"]().fit(Xtr, t)
+            model = make_models(len(t), a.budget, a.gbt_max_iter)["gbt"]().fit(Xtr, t)
             design = lambda X: X
         train_s = time.perf_counter() - t0 + feat_s
         # Prediction: features of the test file and the model, timed together.
@@ -820,6 +820,8 @@ def main():
     q.add_argument("--collection", required=True)
     q.add_argument("--budget", type=float, default=60)
     q.add_argument("--importances", action="store_true")
+    q.add_argument("--gbt-max-iter", type=int, default=500,
+                   help="the GBT's boosting rounds at most (early stopping needs 200 train rows)")
     q.add_argument("--out", default="")
     q = sub.add_parser("across")
     q.add_argument("--raw", required=True)
