@@ -255,14 +255,15 @@ def cmd_report(a):
          f"most {meta['max_held']:,}) are ranked by (a) the run as trained (`tpuperf-rank --json`), (b) the run "
          "adapted to the measured configs (`tpuperf-rank --adapt MEASURED.npz --seed <draw>`, the default "
          "steps and learning rate), (c) ridge and gradient-boosted trees fit on the measured configs only "
-         "(`baselines.py within`, as the Baselines section's within-graph models), (d) tpuperf trained from "
+         f"(`baselines.py within --gbt-max-iter {meta['gbt_max_iter']}`: the Baselines section's within-graph models, the "
+         "GBT at most that many rounds), (d) tpuperf trained from "
          "scratch on the measured configs only. Scores (tile: 2 - best of the top 5 / best; layout: Kendall's "
          "tau-b) and slowdowns (best runtime of the k first ranked / the best held-out runtime; 1 is best) are "
          "computed on the held-out configs only; tpuperf-rank's own figures are checked against "
          "`baselines.py`'s metric code (equal to 1e-6).", "",
          f"Run {meta['when']} on {meta['machine']}, load {meta['load'][0]:.2f} → {meta['load'][1]:.2f}, "
          f"{meta['seconds'] / 60:.1f} min in all ({meta['run_note']}). Every heavy command under "
-         f"`nice -n {meta['nice']}`; the adaptations under `flock /work/bench.lock`, one LibTorch thread.", "",
+         f"`nice -n {meta['nice']}`; tpuperf-rank on one LibTorch thread. Adaptation seconds: {meta['timing_note']}.", "",
          f"- The run: {meta['run_settings']}.",
          f"- Graphs: {meta['graphs_note']}",
          f"- Draws: {meta['draws']} per (graph, budget), draw d measures the first B configs of a permutation of "
@@ -304,8 +305,8 @@ def cmd_report(a):
         L += ["- " + why_not(g, b, e) for g, b, e in not_beaten]
     else:
         L.append(f"None: adapted beats both at every budget and collection on average ({len(agg)} rows).")
-    L += ["", f"Adaptation s: the seconds `Ranker::adapted` took (tpuperf-rank's log line: every fold model, "
-          f"one LibTorch thread, {meta['timing_note']}), mean ± sd. The analysis is the dated note "
+    L += ["", "Adaptation s: the seconds `Ranker::adapted` took (tpuperf-rank's log line: every fold model, "
+          "one LibTorch thread), mean ± sd over the timing pass's adaptations of the row. The analysis is the dated note "
           "docs/experiments/2026-11-29-E26-adaptation-budget.md, not written by the bench.", "",
           f"Command: `bash tests/bench/bench_adapt_budget.sh [BIN_DIR]` (its header says what it runs; the trees, "
           f"rankings and logs stay in `$TPUPERF_BENCH_DIR/adapt-budget`).", ""]
