@@ -88,6 +88,19 @@ def tile_score(order, y, k=5):
     return float(2.0 - y[top].min() / y.min())
 
 
+def slowdown(order, y, k):
+    """Top-k slowdown (as tpuperf-score): the best runtime among the k first configs of the
+    order over the best runtime of all; 1 = the best config is among them."""
+    y = np.asarray(y, dtype=np.float64)
+    return float(y[np.asarray(order)[:k]].min() / y.min())
+
+
+def slowdowns(scores, y):
+    """{top1, top5, top10} slowdowns of the order that ranks by `scores` (lowest first)."""
+    order = order_from_scores(scores)
+    return {f"top{k}": slowdown(order, y, k) for k in (1, 5, 10)}
+
+
 def tile_order(scores, keep_default):
     """Best first; with keep_default config 0 takes the 5th place when the top 5 leave it
     out (tpuperf's output.tile_keep_default rule)."""
@@ -145,6 +158,14 @@ def self_test():
     check("tile keep_default 5th place", float(o[4]), 0.0)
     check("tile keep_default keeps the first four", float(list(o[:4]) == [6, 1, 2, 3]), 1.0)
     check("tile order lowest first", float(order_from_scores([3, 1, 2])[0]), 1.0)
+    # Slowdowns of the order [0, 1, 2, 4, 5, 3, 6] over y above (best 1 at index 3, 6th):
+    # top-1 4 / 1, top-5 min(4, 2, 8, 3, 6) = 2, top-10 holds index 3.
+    o = [0, 1, 2, 4, 5, 3, 6]
+    check("slowdown top-1 by hand", slowdown(o, y, 1), 4.0)
+    check("slowdown top-5 by hand", slowdown(o, y, 5), 2.0)
+    check("slowdown top-10 (k > n) by hand", slowdown(o, y, 10), 1.0)
+    check("slowdowns of scores rank lowest first",
+          slowdowns([7, 6, 5, 4, 3, 2, 1], y)["top1"], 5 / 1)
     if failures:
         print(f"self-test FAILED: {len(failures)} check(s): {', '.join(failures)}")
         return 1
@@ -379,7 +400,7 @@ class LayoutGraph:
 
 
 # -------------------------------------------------------------------------------- models
-def make_models(n_rows, budget_s):
+def make_models(n_rows, budget_s, gbt_max_iter=500):
     """The two flat models. The GBT's rounds are bounded by early stopping on an internal
     10% split (and max_iter); budget_s is stated, not enforced by sklearn: training times
     are reported next to it."""
@@ -390,7 +411,7 @@ def make_models(n_rows, budget_s):
     return {
         "ridge": lambda alpha=1.0: make_pipeline(StandardScaler(), Ridge(alpha=alpha)),
         "gbt": lambda lr=0.1, leaves=31: HistGradientBoostingRegressor(
-            max_iter=500, learning_rate=lr, max_leaf_nodes=leaves, min_samples_leaf=min(20, max(2, n_rows // 20)),
+            max_iter=gbt_max_iter, learning_rate=lr, max_leaf_nodes=leaves, min_samples_leaf=min(20, max(2, n_rows // 20)),
             l2_regularization=1e-3, early_stopping=n_rows >= 200, validation_fraction=0.1,
             n_iter_no_change=20, random_state=0),
     }
@@ -438,7 +459,9 @@ def cmd_make_within(a):
     idx = distinct_configs(g, kind)
     rng = np.random.default_rng(a.seed)
     perm = rng.permutation(idx)
-    ntrain = int(round(a.train_frac * len(perm)))
+    ntrain = a.train_size if a.train_size else int(round(a.train_frac * len(perm)))
+    if ntrain >= len(perm):
+        raise SystemExit(f"{a.src}: --train-size {ntrain} leaves no held-out config of its {len(perm)} distinct ones")
     tr, te = perm[:ntrain], perm[ntrain:]
     if a.max_train and len(tr) > a.max_train:
         tr = tr[:a.max_train]
@@ -457,6 +480,12 @@ def cmd_make_within(a):
     if kind == "tile":
         truth["config_runtime_normalizers"] = t["config_runtime_normalizers"]
     np.savez(os.path.join(a.out, "truth", coll_dir(a.collection), "test", stem + ".npz"), **truth)
+    if a.held:
+        # The held-out part with its runtimes, for tools that score a file's own runtimes
+        # (tpuperf-rank --json); in a release-style tree so its collection is its path.
+        d = os.path.join(a.out, "held", coll_dir(a.collection), "test")
+        os.makedirs(d, exist_ok=True)
+        np.savez(os.path.join(d, stem + ".npz"), **t)
     if a.noise_free:
         # The held-out configs' runtimes without measurement noise (tpuperf-synth --noise-free:
         # row for row the source file's), in a truth tree of their own.
@@ -550,7 +579,7 @@ def cmd_within(a):
             model = make_models(len(t), a.budget)["ridge"](alpha).fit(Xtr, t)
             design = lambda X: X
         else:
-            model = make_models(len(t), a.budget)["gbt"]().fit(Xtr, t)
+            model = make_models(len(t), a.budget, a.gbt_max_iter)["gbt"]().fit(Xtr, t)
             design = lambda X: X
         train_s = time.perf_counter() - t0 + feat_s
         # Prediction: features of the test file and the model, timed together.
@@ -561,7 +590,8 @@ def cmd_within(a):
         score = order_score(pred, yte, kind, False)
         if yexact is not None:
             out["noise_free"]["models"][name] = order_score(pred, yexact, kind, False)
-        m = dict(score=score, train_s=train_s, predict_s=pred_s, predictions_per_s=len(yte) / max(pred_s, 1e-9))
+        m = dict(score=score, slowdown=slowdowns(pred, yte), train_s=train_s, predict_s=pred_s,
+                 predictions_per_s=len(yte) / max(pred_s, 1e-9))
         if name == "ridge":
             m["alpha"] = alpha
         if name == "gbt":
@@ -777,6 +807,10 @@ def main():
     q.add_argument("--out", required=True)
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--train-frac", type=float, default=0.7)
+    q.add_argument("--train-size", type=int, default=0,
+                   help="exactly this many train configs, drawn at random (instead of --train-frac)")
+    q.add_argument("--held", action="store_true",
+                   help="also write the held-out part with its runtimes as held/<collection>/test/<stem>.npz")
     q.add_argument("--max-train", type=int, default=0)
     q.add_argument("--max-test", type=int, default=0)
     q.add_argument("--name", default="")
@@ -786,6 +820,8 @@ def main():
     q.add_argument("--collection", required=True)
     q.add_argument("--budget", type=float, default=60)
     q.add_argument("--importances", action="store_true")
+    q.add_argument("--gbt-max-iter", type=int, default=500,
+                   help="the GBT's boosting rounds at most (early stopping needs 200 train rows)")
     q.add_argument("--out", default="")
     q = sub.add_parser("across")
     q.add_argument("--raw", required=True)
