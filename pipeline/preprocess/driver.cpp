@@ -25,6 +25,7 @@
 #include "pipeline/preprocess/phase_table.h"
 #include "pipeline/preprocess/folds.h"
 #include "pipeline/preprocess/plan.h"
+#include "pipeline/preprocess/rank_memory.h"
 #include "pipeline/preprocess/settings.h"
 
 namespace tpuperf {
@@ -156,7 +157,8 @@ int fold_of_split(const std::string& split) {
   return 0;  // train: assigned once every rank's rejections are known
 }
 
-// Processes this rank's share of the files (balanced by size); records sources and
+// Processes this rank's share of the files (balanced by their inflated size, largest
+// first); records sources and
 // rejections in `partial` (graphs and shards are recorded by ShardSet) and returns this
 // rank's train statistics per collection.
 std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const PreprocessSettings& s,
@@ -164,19 +166,21 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
                                                      Manifest& partial) {
   std::map<std::string, FeatureStats> stats;
   std::vector<size_t> todo;
-  std::vector<int64_t> sizes;
-  for (size_t i = 0; i < plan.sources.size(); ++i)
-    if (plan.process[i]) {
-      todo.push_back(i);
-      sizes.push_back(plan.sources[i].size);
-    }
-  std::vector<int> owner = partition_by_size(sizes, ctx.size);
-  int64_t my_files = 0, my_bytes = 0;
-  for (size_t j = 0; j < todo.size(); ++j)
-    if (owner[j] == ctx.rank) ++my_files, my_bytes += sizes[j];
-  Progress progress("preprocess", my_files, my_bytes);
-  for (size_t j = 0; j < todo.size(); ++j) {
-    if (owner[j] != ctx.rank) continue;
+  std::vector<int64_t> unpacked;
+  {
+    ScopedPhase phase("plan");
+    for (size_t i = 0; i < plan.sources.size(); ++i)
+      if (plan.process[i]) {
+        todo.push_back(i);
+        unpacked.push_back(unpacked_size(plan.sources[i]));
+      }
+  }
+  const std::vector<size_t> mine = share_largest_first(unpacked, ctx.size, ctx.rank);
+  int64_t my_bytes = 0;
+  for (size_t j : mine) my_bytes += plan.sources[todo[j]].size;
+  if (!mine.empty()) reserve_working_memory(unpacked[mine.front()]);
+  Progress progress("preprocess", static_cast<int64_t>(mine.size()), my_bytes);
+  for (size_t j : mine) {
     const SourceFile& src = plan.sources[todo[j]];
     ManifestSource ms;
     ms.file = src.rel_path;
