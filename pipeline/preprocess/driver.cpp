@@ -21,7 +21,6 @@
 #include "common/shards/shard_writer.h"
 #include "common/cli/tool_main.h"
 #include "pipeline/preprocess/convert.h"
-#include "pipeline/preprocess/file_dealer.h"
 #include "pipeline/preprocess/merge.h"
 #include "pipeline/preprocess/phase_table.h"
 #include "pipeline/preprocess/folds.h"
@@ -158,32 +157,31 @@ int fold_of_split(const std::string& split) {
   return 0;  // train: assigned once every rank's rejections are known
 }
 
-// Processes the files dealt to this rank (file_dealer.h: largest first, the next to the
-// rank that is free); records sources and rejections in `partial` (graphs and shards are
-// recorded by ShardSet) and returns this rank's train statistics per collection.
+// Processes this rank's share of the files (balanced by their inflated size, largest
+// first); records sources and
+// rejections in `partial` (graphs and shards are recorded by ShardSet) and returns this
+// rank's train statistics per collection.
 std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const PreprocessSettings& s,
                                                      const MpiContext& ctx, ShardSet& shards,
                                                      Manifest& partial) {
   std::map<std::string, FeatureStats> stats;
   std::vector<size_t> todo;
   std::vector<int64_t> unpacked;
-  int64_t todo_bytes = 0;
   {
     ScopedPhase phase("plan");
     for (size_t i = 0; i < plan.sources.size(); ++i)
       if (plan.process[i]) {
         todo.push_back(i);
         unpacked.push_back(unpacked_size(plan.sources[i]));
-        todo_bytes += plan.sources[i].size;
       }
   }
-  const std::vector<size_t> order = largest_first(unpacked);
-  if (!order.empty()) reserve_working_memory(unpacked[order.front()]);
-  FileDealer dealer(static_cast<int64_t>(order.size()), ctx.world);
-  // A rank's share is known only at the end: the progress line counts against an even one.
-  Progress progress("preprocess", static_cast<int64_t>(todo.size()) / ctx.size, todo_bytes / ctx.size);
-  for (int64_t k = dealer.next(); k >= 0; k = dealer.next()) {
-    const SourceFile& src = plan.sources[todo[order[static_cast<size_t>(k)]]];
+  const std::vector<size_t> mine = share_largest_first(unpacked, ctx.size, ctx.rank);
+  int64_t my_bytes = 0;
+  for (size_t j : mine) my_bytes += plan.sources[todo[j]].size;
+  if (!mine.empty()) reserve_working_memory(unpacked[mine.front()]);
+  Progress progress("preprocess", static_cast<int64_t>(mine.size()), my_bytes);
+  for (size_t j : mine) {
+    const SourceFile& src = plan.sources[todo[j]];
     ManifestSource ms;
     ms.file = src.rel_path;
     ms.collection = src.collection;
@@ -215,8 +213,6 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
     fault_point("preprocess.file_done");
   }
   progress.finish();
-  ScopedPhase waiting(kCollectives);
-  dealer.close();  // waits for the ranks still working
   return stats;
 }
 

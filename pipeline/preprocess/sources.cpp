@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 #include "common/base/error.h"
 #include "common/formats/npz_reader.h"
@@ -53,6 +54,29 @@ std::vector<SourceFile> scan_sources(const std::string& raw_root,
     }
   }
   return out;
+}
+
+std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int parts) {
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  std::vector<int64_t> load(parts, 0);
+  std::vector<int> bin(sizes.size(), 0);
+  for (size_t i : order) {
+    int lightest = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    bin[i] = lightest;
+    load[lightest] += std::max<int64_t>(sizes[i], 1);
+  }
+  return bin;
+}
+
+std::vector<size_t> share_largest_first(const std::vector<int64_t>& sizes, int parts, int part) {
+  const std::vector<int> bin = partition_by_size(sizes, parts);
+  std::vector<size_t> mine;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (bin[i] == part) mine.push_back(i);
+  std::stable_sort(mine.begin(), mine.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  return mine;
 }
 
 int64_t unpacked_size(const SourceFile& s) {

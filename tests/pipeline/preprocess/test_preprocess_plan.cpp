@@ -1,4 +1,4 @@
-// The preprocessing plan's pieces: the sources' inflated sizes (by which files are dealt), the
+// The preprocessing plan's pieces: size-balanced partition of files over ranks, the
 // settings digests that decide what a rerun redoes, and the raw-tree scan's errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,6 +18,49 @@
 using namespace tpuperf;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
+
+TEST(Partition, BalancesBySizeAndIsDeterministic) {
+  std::vector<int64_t> sizes = {100, 1, 1, 1, 50, 50, 2, 3, 97};
+  auto bins = partition_by_size(sizes, 2);
+  std::vector<int64_t> load(2, 0);
+  for (size_t i = 0; i < sizes.size(); ++i) load[bins[i]] += sizes[i];
+  // Total 305: LPT gives 153/152 here; any split worse than the largest item is wrong.
+  EXPECT_LE(std::abs(load[0] - load[1]), 100);
+  EXPECT_EQ(load[0] + load[1], 305);
+  EXPECT_EQ(bins, partition_by_size(sizes, 2));
+  // More bins than items: each item alone, every bin index valid.
+  auto many = partition_by_size({5, 4}, 4);
+  EXPECT_NE(many[0], many[1]);
+}
+
+TEST(Partition, OneRankGetsEverything) {
+  auto bins = partition_by_size({3, 2, 1}, 1);
+  EXPECT_EQ(bins, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Partition, EachShareIsWorkedLargestFirst) {
+  std::vector<int64_t> sizes = {100, 1, 1, 1, 50, 50, 2, 3, 97};
+  const auto bins = partition_by_size(sizes, 2);
+  std::vector<size_t> seen;
+  for (int part = 0; part < 2; ++part) {
+    const auto mine = share_largest_first(sizes, 2, part);
+    for (size_t k = 0; k < mine.size(); ++k) {
+      EXPECT_EQ(bins[mine[k]], part);
+      if (k > 0) {
+        EXPECT_GE(sizes[mine[k - 1]], sizes[mine[k]]);
+        // Equal sizes keep their index order: every rank computes the same.
+        if (sizes[mine[k - 1]] == sizes[mine[k]]) {
+          EXPECT_LT(mine[k - 1], mine[k]);
+        }
+      }
+    }
+    seen.insert(seen.end(), mine.begin(), mine.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<size_t> all(sizes.size());
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seen, all);
+}
 
 TEST(Sources, UnpackedSizeIsTheMembersInflatedBytes) {
   TempDir dir("unpacked");
