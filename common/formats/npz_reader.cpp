@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/base/files.h"
+#include "common/base/phase_clock.h"
 #include "common/formats/inflate.h"
 
 #include "common/formats/zip_format.h"
@@ -305,11 +306,16 @@ uint8_t* NpzBuffer::get(size_t n) {
 void NpzReader::inflate_member(const Member& m, uint64_t start, uint8_t* out) {
   const size_t usize = static_cast<size_t>(m.uncompressed_size);
   if (m.method == 0) {
+    ScopedPhase phase("file read");
     read_at(start, out, usize);
     return;
   }
   uint8_t* in = compressed_.get(static_cast<size_t>(m.compressed_size));
-  read_at(start, in, static_cast<size_t>(m.compressed_size));
+  {
+    ScopedPhase phase("file read");
+    read_at(start, in, static_cast<size_t>(m.compressed_size));
+  }
+  ScopedPhase phase("inflate");
   inflate_exact(in, static_cast<size_t>(m.compressed_size), out, usize);
 }
 
@@ -394,7 +400,11 @@ NpyHeader NpzReader::open_whole(const std::string& key, const Room& room, uint8_
     at += n;
   });
   // After the header, as when members were streamed: a damaged header is named as such.
-  uint32_t crc = crc32_of(out, usize);
+  uint32_t crc = 0;
+  {
+    ScopedPhase phase("crc");
+    crc = crc32_of(out, usize);
+  }
   if (crc != m.crc32)
     throw Error(fmt::format("CRC mismatch (stored 0x{:08x}, computed 0x{:08x})", m.crc32, crc));
   *bytes = out;

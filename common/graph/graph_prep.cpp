@@ -4,6 +4,7 @@
 
 #include "common/base/error.h"
 #include "common/base/log.h"
+#include "common/base/phase_clock.h"
 #include "common/graph/feature_transform.h"
 #include "common/graph/prune.h"
 
@@ -59,6 +60,7 @@ DedupResult tile_configs(const TileGraph& g, DedupPolicy policy, bool dedup) {
   const size_t c = static_cast<size_t>(g.num_configs());
   if (g.config_feat.size() != c * kTileConfigDim || g.config_runtime_normalizers.size() != c)
     throw Error("config arrays disagree on the number of configs", g.name, "config_feat");
+  ScopedPhase phase("dedup");
   if (dedup) return dedup_tile(g, policy);
   DedupResult r = identity_dedup(g.config_runtime);
   r.normalizers = g.config_runtime_normalizers;
@@ -67,6 +69,7 @@ DedupResult tile_configs(const TileGraph& g, DedupPolicy policy, bool dedup) {
 
 // Kept configs x nc, each node's 18 values packed base 7, read straight from the source.
 std::vector<uint64_t> pack_configs(const LayoutGraph& g, const std::vector<int64_t>& kept) {
+  ScopedPhase phase("pack");
   const size_t nc = static_cast<size_t>(g.num_config_nodes());
   std::vector<uint64_t> packed(kept.size() * nc);
   for (size_t k = 0; k < kept.size(); ++k) {
@@ -107,7 +110,10 @@ ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
   try {
     check_node_feat(g);
     ProcessedGraph p = header(g, collection, split, fold, g.num_configs());
-    PrunedGraph pruned = prune_layout(g, prune);
+    PrunedGraph pruned = [&] {
+      ScopedPhase phase("prune");
+      return prune_layout(g, prune);
+    }();
     set_node_features(p, std::move(pruned.node_feat), pruned.num_nodes);
     p.node_opcode = std::move(pruned.node_opcode);
     p.edge_index = to_int32(pruned.edge_index, g.name, "edge_index");
@@ -118,7 +124,10 @@ ProcessedGraph to_processed(const LayoutGraph& g, const std::string& collection,
         static_cast<size_t>(g.num_configs()) * g.num_config_nodes() * kLayoutConfigDim)
       throw Error("node_config_feat size does not match configs x nc x 18", g.name,
                   "node_config_feat");
-    DedupResult r = dedup ? dedup_layout(g, policy) : identity_dedup(g.config_runtime);
+    DedupResult r = [&] {
+      ScopedPhase phase("dedup");
+      return dedup ? dedup_layout(g, policy) : identity_dedup(g.config_runtime);
+    }();
     p.config_runtime = std::move(r.runtime);
     p.node_config_packed = pack_configs(g, r.kept);
     return p;

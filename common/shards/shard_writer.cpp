@@ -12,6 +12,7 @@
 #include "common/graph/collection.h"
 #include "common/base/error.h"
 #include "common/base/files.h"
+#include "common/base/phase_clock.h"
 #include "common/graph/graph.h"
 #include "common/shards/hdf5.h"
 #include "common/shards/hdf5_chunk.h"
@@ -131,7 +132,9 @@ class Column {
         std::copy(src, src + n * row_bytes, padded_.begin());
         src = padded_.data();
       }
+      ScopedPhase phase("shard deflate");
       const std::vector<uint8_t>& stored = t.encoder.encode(src, chunk_bytes, elem_);
+      ScopedPhase writing("HDF5 writes");
       h5::write_chunk(dset_.get(), written_ + r, stored.data(), stored.size(), t.path, name_);
     }
     written_ += rows;
@@ -368,6 +371,7 @@ ShardWriter& ShardWriter::operator=(ShardWriter&& o) noexcept {
 }
 
 void ShardWriter::add(const ProcessedGraph& g) {
+  ScopedPhase phase("HDF5 writes");
   Impl& m = *impl_;
   if (m.done) throw Error("cannot add graph '" + g.name + "': shard already closed", m.path);
   if (m.broken) throw Error("cannot add graph '" + g.name + "' after a write error", m.path);
@@ -400,6 +404,7 @@ int64_t ShardWriter::num_graphs() const { return static_cast<int64_t>(impl_->nam
 const std::string& ShardWriter::path() const { return impl_->path; }
 
 void ShardWriter::close() {
+  ScopedPhase phase("HDF5 writes");
   Impl& m = *impl_;
   if (m.done) throw Error("shard already closed", m.path);
   try {
@@ -409,6 +414,7 @@ void ShardWriter::close() {
     for (Column* c : m.columns()) c->finish(t);
     m.write_tables();
     m.file.close(m.tmp, m.path);
+    ScopedPhase syncing("fsync");
     fsync_file(m.tmp, m.path);
     rename_durable(m.tmp, m.path);
     m.done = true;

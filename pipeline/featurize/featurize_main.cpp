@@ -61,8 +61,10 @@ std::optional<RecordKind> parse_kind(const std::string& kind) {
   throw UsageError("--kind " + kind + " is not one of auto, tile, layout");
 }
 
-// Writing waits on the disk more than on a core: two writers overlap even on one core.
-int default_threads() { return std::max(2, static_cast<int>(std::thread::hardware_concurrency())); }
+// Writing waits on the disk (each npz is fsynced) more than on a core: writers overlap
+// those waits even beyond the cores. On 2 cores the bench's 640 files took 3.5-4.7 s with
+// 2 writers, 3.0-3.4 s with 4 and 2.5-3.1 s with 8 (tests/bench/bench_featurize.sh's files).
+int default_threads() { return std::max(8, static_cast<int>(std::thread::hardware_concurrency())); }
 
 void write_rejected(const std::string& path, const FeaturizeSummary& s) {
   std::string text = "# file\trecord\treason\n";
@@ -83,7 +85,7 @@ int featurize_main(int argc, char** argv) {
       .option("rejected", "FILE", "also write the rejections there: file, record, reason (TSV)")
       .option("threads", "N",
               "threads writing the npz files (deflate, fsync) beside the one featurizing;\n"
-              "      default: the cores, at least 2")
+              "      default: the cores, at least 8 (they mostly wait for fsync)")
       .option("log-level", "LEVEL", "trace, debug, info, warn, error")
       .epilog(kEpilog);
   cli.parse(argc, argv);

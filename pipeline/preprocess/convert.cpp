@@ -4,6 +4,7 @@
 
 #include "common/graph/collection.h"
 #include "common/base/error.h"
+#include "common/base/phase_clock.h"
 #include "common/graph/graph.h"
 #include "common/graph/graph_prep.h"
 #include "pipeline/preprocess/features.h"
@@ -17,11 +18,17 @@ ProcessedGraph convert_source(const std::string& path, const std::string& collec
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error("is a directory, not an .npz file", path);
   bool dedup = split != "test";  // test configs must keep their indices
+  // Phases (common/base/phase_clock.h): loading is inflating, checking the CRC and, here,
+  // converting and validating the arrays; to_processed's own dedup, pruning and packing
+  // are timed inside it, what remains of it is re-padding and copying.
+  ScopedPhase phase("convert + validate");
   if (Collection::parse(collection).kind == Kind::Tile) {
     TileGraph g = load_tile_graph(path, buffer);
+    ScopedPhase rest("repad + copies");
     return to_processed(g, collection, split, fold, s.dedup, dedup);
   }
   LayoutGraph g = load_layout_graph(path, buffer);
+  ScopedPhase rest("repad + copies");
   return to_processed(g, collection, split, fold, s.dedup, dedup, s.prune.of(collection));
 }
 

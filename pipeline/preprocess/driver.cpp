@@ -15,14 +15,17 @@
 #include "common/graph/graph.h"
 #include "common/base/hash.h"
 #include "common/base/log.h"
+#include "common/base/phase_clock.h"
 #include "common/shards/manifest.h"
 #include "common/base/progress.h"
 #include "common/shards/shard_writer.h"
 #include "common/cli/tool_main.h"
 #include "pipeline/preprocess/convert.h"
 #include "pipeline/preprocess/merge.h"
+#include "pipeline/preprocess/phase_table.h"
 #include "pipeline/preprocess/folds.h"
 #include "pipeline/preprocess/plan.h"
+#include "pipeline/preprocess/rank_memory.h"
 #include "pipeline/preprocess/settings.h"
 
 namespace tpuperf {
@@ -117,6 +120,7 @@ class ShardSet {
     sh.rank = rank_;
     sh.num_graphs = w->num_graphs();
     sh.size_bytes = static_cast<int64_t>(fs::file_size(w->path()));
+    ScopedPhase phase("hash");
     sh.hash = hash_file(w->path());
     std::string base = sh.file.substr(sh.file.rfind('-') + 1);
     sh.index = std::atoi(base.c_str());
@@ -153,7 +157,8 @@ int fold_of_split(const std::string& split) {
   return 0;  // train: assigned once every rank's rejections are known
 }
 
-// Processes this rank's share of the files (balanced by size); records sources and
+// Processes this rank's share of the files (balanced by their inflated size, largest
+// first); records sources and
 // rejections in `partial` (graphs and shards are recorded by ShardSet) and returns this
 // rank's train statistics per collection.
 std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const PreprocessSettings& s,
@@ -161,19 +166,21 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
                                                      Manifest& partial) {
   std::map<std::string, FeatureStats> stats;
   std::vector<size_t> todo;
-  std::vector<int64_t> sizes;
-  for (size_t i = 0; i < plan.sources.size(); ++i)
-    if (plan.process[i]) {
-      todo.push_back(i);
-      sizes.push_back(plan.sources[i].size);
-    }
-  std::vector<int> owner = partition_by_size(sizes, ctx.size);
-  int64_t my_files = 0, my_bytes = 0;
-  for (size_t j = 0; j < todo.size(); ++j)
-    if (owner[j] == ctx.rank) ++my_files, my_bytes += sizes[j];
-  Progress progress("preprocess", my_files, my_bytes);
-  for (size_t j = 0; j < todo.size(); ++j) {
-    if (owner[j] != ctx.rank) continue;
+  std::vector<int64_t> unpacked;
+  {
+    ScopedPhase phase("plan");
+    for (size_t i = 0; i < plan.sources.size(); ++i)
+      if (plan.process[i]) {
+        todo.push_back(i);
+        unpacked.push_back(unpacked_size(plan.sources[i]));
+      }
+  }
+  const std::vector<size_t> mine = share_largest_first(unpacked, ctx.size, ctx.rank);
+  int64_t my_bytes = 0;
+  for (size_t j : mine) my_bytes += plan.sources[todo[j]].size;
+  if (!mine.empty()) reserve_working_memory(unpacked[mine.front()]);
+  Progress progress("preprocess", static_cast<int64_t>(mine.size()), my_bytes);
+  for (size_t j : mine) {
     const SourceFile& src = plan.sources[todo[j]];
     ManifestSource ms;
     ms.file = src.rel_path;
@@ -184,6 +191,7 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
     ProcessedGraph g;
     try {
       g = convert(src, s);
+      ScopedPhase phase("hash");
       ms.hash = hash_file(src.abs_path);
     } catch (const Error& e) {
       ms.status = kSourceRejected;
@@ -196,6 +204,7 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
     }
     g.fold = fold_of_split(src.split);
     if (src.split == "train") {
+      ScopedPhase phase("normalization statistics");
       stats[src.collection].add_graph(g.node_feat, g.num_nodes);
     }
     shards.add(g);  // a failure here (disk full, ...) is fatal, not a bad input
@@ -209,7 +218,12 @@ std::map<std::string, FeatureStats> process_my_files(const Plan& plan, const Pre
 
 // Gathers every rank's partial manifest on rank 0 (as YAML text: one serialization).
 std::vector<Manifest> gather_partials(const Manifest& mine, const MpiContext& ctx) {
-  const RankBytes all = gather_bytes(manifest_to_yaml(mine), 0, ctx.world);
+  ScopedPhase phase("manifest");
+  const std::string text = manifest_to_yaml(mine);
+  const RankBytes all = [&] {
+    ScopedPhase waiting(kCollectives);
+    return gather_bytes(text, 0, ctx.world);
+  }();
   std::vector<Manifest> out;
   if (ctx.rank == 0)
     for (int r = 0; r < ctx.size; ++r)
@@ -224,6 +238,7 @@ std::set<std::string> allgather_rejected(const Manifest& mine, const MpiContext&
   for (const auto& s : mine.sources)
     if (!s.ok()) text += s.file + "\n";
   std::set<std::string> rejected;
+  ScopedPhase waiting(kCollectives);
   std::stringstream ss(allgather_bytes(text, ctx.world).bytes);
   for (std::string line; std::getline(ss, line);) rejected.insert(line);
   return rejected;
@@ -277,10 +292,12 @@ int report_nothing_to_do(const Config& cfg, const PreprocessSettings& s, const P
 }  // namespace
 
 int run_preprocess(const Config& cfg, const MpiContext& ctx, bool force) {
+  ScopedPhase run("other");  // whatever no inner phase claims
   PreprocessSettings s(cfg);
   std::unique_ptr<Manifest> previous;
   Plan plan;
   if (ctx.rank == 0) {
+    ScopedPhase phase("plan");
     cfg.log();
     std::string manifest_path = s.out_dir + "/" + kManifestFileName;
     if (fs::exists(manifest_path)) {
@@ -293,7 +310,10 @@ int run_preprocess(const Config& cfg, const MpiContext& ctx, bool force) {
     plan = make_plan(cfg, s.out_dir, previous.get(), force);
     for (const auto& r : plan.reasons) spdlog::info("redo {}", r);
   }
-  broadcast_plan(plan, ctx.rank, ctx.world);
+  {
+    ScopedPhase waiting(kCollectives);
+    broadcast_plan(plan, ctx.rank, ctx.world);
+  }
   if (plan.nothing_to_do()) return report_nothing_to_do(cfg, s, plan, previous.get(), ctx);
 
   Manifest partial;
@@ -309,14 +329,22 @@ int run_preprocess(const Config& cfg, const MpiContext& ctx, bool force) {
       if (!plan.redo_units.count(unit_key(coll, "train"))) continue;
       FeatureStats& st = stats[coll];
       if (my_stats.count(coll)) st = my_stats[coll];
+      ScopedPhase waiting(kCollectives);
       st.mpi_allreduce(ctx.world);
     }
   }
   spdlog::info("peak memory of this rank: {:.0f} MB", peak_rss_mb());
   std::vector<Manifest> partials = gather_partials(partial, ctx);
   int code = kExitOk;
-  if (ctx.rank == 0) code = finish_on_rank0(cfg, s, plan, previous.get(), partials, stats);
-  check_mpi(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world), "MPI_Bcast");
+  if (ctx.rank == 0) {
+    ScopedPhase phase("manifest");
+    code = finish_on_rank0(cfg, s, plan, previous.get(), partials, stats);
+  }
+  {
+    ScopedPhase waiting(kCollectives);
+    check_mpi(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world), "MPI_Bcast");
+  }
+  log_phase_table(ctx.rank, ctx.world);
   return code;
 }
 

@@ -4,6 +4,7 @@
 #include "common/config/config.h"
 #include "common/mpi/mpi_env.h"
 #include "pipeline/preprocess/driver.h"
+#include "pipeline/preprocess/rank_memory.h"
 
 using namespace tpuperf;
 
@@ -33,5 +34,6 @@ static MpiBody parse_options(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  keep_freed_memory();  // before anything is allocated: see rank_memory.h
   return run_mpi_tool("tpuperf-preprocess", argc, argv, parse_options);
 }

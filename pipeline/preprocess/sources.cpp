@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/base/error.h"
+#include "common/formats/npz_reader.h"
 #include "common/graph/graph.h"
 
 namespace tpuperf {
@@ -67,6 +68,27 @@ std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int parts)
     load[lightest] += std::max<int64_t>(sizes[i], 1);
   }
   return bin;
+}
+
+std::vector<size_t> share_largest_first(const std::vector<int64_t>& sizes, int parts, int part) {
+  const std::vector<int> bin = partition_by_size(sizes, parts);
+  std::vector<size_t> mine;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (bin[i] == part) mine.push_back(i);
+  std::stable_sort(mine.begin(), mine.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+  return mine;
+}
+
+int64_t unpacked_size(const SourceFile& s) {
+  if (s.is_directory) return s.size;
+  try {
+    NpzReader r(s.abs_path);
+    int64_t total = 0;
+    for (const std::string& key : r.keys()) total += static_cast<int64_t>(r.entry(key).uncompressed_size);
+    return total;
+  } catch (const Error&) {
+    return s.size;
+  }
 }
 
 }  // namespace tpuperf

@@ -33,4 +33,16 @@ std::vector<SourceFile> scan_sources(const std::string& raw_root,
 // first to the lightest bin (LPT); ties broken by index, so every rank computes the same.
 std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int parts);
 
+// The indices of the items partition_by_size gives to `part`, largest first (ties by
+// index): a rank works its largest file first, so that its buffers grow once and the
+// small files even out the ranks' ends.
+std::vector<size_t> share_largest_first(const std::vector<int64_t>& sizes, int parts, int part);
+
+// The bytes a source's arrays take inflated, the sum of its zip members' sizes as the
+// archive's directory records them: what reading and converting the file costs, which
+// its size on disk does not tell (layout files deflate 20-60x, tile files far less).
+// The size on disk when the directory cannot be read: the file is rejected later, when it
+// is processed, with the reason.
+int64_t unpacked_size(const SourceFile& s);
+
 }  // namespace tpuperf

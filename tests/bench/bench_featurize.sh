@@ -110,7 +110,7 @@ lines = ["## Featurizing", "",
          f"Data: the two real TPU v3 records of `tests/data/real`, {copies} copies of each under distinct "
          "names: the tile record (61,766 bytes, 15 kernels, 754 runs) and the layout record (638,070 bytes, "
          "one module of 3,163 nodes, 122 runs). tpuperf-featurize is one process: one thread featurizes "
-         "the files in order, --threads (default: the cores, at least 2) write the npz files (deflate, "
+         "the files in order, --threads (default: the cores, at least 8) write the npz files (deflate, "
          f"fsync); each tpuperf row is the median of {rounds} rounds by wall time, the reference (one "
          "process, one core) ran once.", "",
          "| run | tool | files | input MB | seconds | CPU s | MB/s | MB per CPU s | records/s | runs/s | "

@@ -3,12 +3,14 @@
 // (through common/formats/inflate.h, as tpuperf's reader does), on THREADS threads:
 //   inflate_limit ROOT THREADS REPEATS
 // prints one JSON object: members, compressed and inflated bytes, then per method
-// ("zlib", "libdeflate", and each with the CRC-32 the reader also computes) the seconds of
-// every repeat and the inflated MB/s of the best one.
+// ("zlib", "libdeflate", and each with the CRC-32 the reader also computes) the wall seconds
+// and the CPU seconds (user + system of all threads: what a shared machine's other jobs
+// disturb less) of every repeat, and the inflated MB/s of the best one.
 // Members are read into memory first and every thread inflates into buffers allocated and
 // touched before the clock starts, so the figures are inflation alone: no file reads, no
 // page faults. Threads take members balanced by inflated size (largest first to the least
-// loaded), as the ranks of tpuperf-preprocess take files.
+// loaded).
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -103,10 +105,23 @@ uint32_t zlib_crc(const uint8_t* p, size_t n) {
 using Inflate = std::function<void(const Member&, uint8_t*)>;
 using Crc = std::function<uint32_t(const uint8_t*, size_t)>;
 
-// Seconds for every thread to inflate its members (and CRC them when crc is set).
-double run(const std::vector<Member>& members, const std::vector<std::vector<size_t>>& work,
+// User + system seconds of the whole process (every thread) so far.
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
+struct Timing {
+  double wall, cpu;  // cpu: summed over the threads, which waiting for a core does not count
+};
+
+// Time for every thread to inflate its members (and CRC them when crc is set).
+Timing run(const std::vector<Member>& members, const std::vector<std::vector<size_t>>& work,
            std::vector<std::vector<uint8_t>>& buffers, const Inflate& inflate, const Crc& crc) {
   std::vector<uint32_t> sink(work.size(), 0);
+  const double cpu0 = process_cpu_seconds();
   auto t0 = Clock::now();
   std::vector<std::thread> threads;
   for (size_t t = 0; t < work.size(); ++t)
@@ -117,7 +132,8 @@ double run(const std::vector<Member>& members, const std::vector<std::vector<siz
       }
     });
   for (auto& th : threads) th.join();
-  return std::chrono::duration<double>(Clock::now() - t0).count() + (sink[0] == 1 ? 1e-12 : 0);
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count() + (sink[0] == 1 ? 1e-12 : 0);
+  return {wall, process_cpu_seconds() - cpu0};
 }
 
 }  // namespace
@@ -153,12 +169,20 @@ int main(int argc, char** argv) {
     std::printf("{\"members\": %zu, \"deflated_bytes\": %zu, \"inflated_bytes\": %zu, \"threads\": %d",
                 members.size(), deflated, inflated, threads);
     for (const Method& m : methods) {
-      std::vector<double> secs;
-      for (int r = 0; r < repeats; ++r) secs.push_back(run(members, work, buffers, m.inflate, m.crc));
+      std::vector<double> secs, cpus;
+      for (int r = 0; r < repeats; ++r) {
+        const Timing t = run(members, work, buffers, m.inflate, m.crc);
+        secs.push_back(t.wall);
+        cpus.push_back(t.cpu);
+      }
       double best = *std::min_element(secs.begin(), secs.end());
+      double best_cpu = *std::min_element(cpus.begin(), cpus.end());
       std::printf(", \"%s\": {\"seconds\": [", m.name);
       for (size_t i = 0; i < secs.size(); ++i) std::printf("%s%.3f", i ? ", " : "", secs[i]);
-      std::printf("], \"best_seconds\": %.3f, \"mb_per_s\": %.1f}", best, inflated / 1e6 / best);
+      std::printf("], \"cpu_seconds\": [");
+      for (size_t i = 0; i < cpus.size(); ++i) std::printf("%s%.3f", i ? ", " : "", cpus[i]);
+      std::printf("], \"best_seconds\": %.3f, \"best_cpu_seconds\": %.3f, \"mb_per_s\": %.1f}", best,
+                  best_cpu, inflated / 1e6 / best);
     }
     std::printf("}\n");
     return 0;

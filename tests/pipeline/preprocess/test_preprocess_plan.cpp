@@ -3,12 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 
 #include "common/graph/collection.h"
 #include "common/base/error.h"
+#include "common/formats/npz_writer.h"
+#include "tests/test_util.h"
 #include "pipeline/preprocess/plan.h"
 #include "pipeline/preprocess/sources.h"
 
@@ -33,6 +36,54 @@ TEST(Partition, BalancesBySizeAndIsDeterministic) {
 TEST(Partition, OneRankGetsEverything) {
   auto bins = partition_by_size({3, 2, 1}, 1);
   EXPECT_EQ(bins, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Partition, EachShareIsWorkedLargestFirst) {
+  std::vector<int64_t> sizes = {100, 1, 1, 1, 50, 50, 2, 3, 97};
+  const auto bins = partition_by_size(sizes, 2);
+  std::vector<size_t> seen;
+  for (int part = 0; part < 2; ++part) {
+    const auto mine = share_largest_first(sizes, 2, part);
+    for (size_t k = 0; k < mine.size(); ++k) {
+      EXPECT_EQ(bins[mine[k]], part);
+      if (k > 0) {
+        EXPECT_GE(sizes[mine[k - 1]], sizes[mine[k]]);
+        // Equal sizes keep their index order: every rank computes the same.
+        if (sizes[mine[k - 1]] == sizes[mine[k]]) {
+          EXPECT_LT(mine[k - 1], mine[k]);
+        }
+      }
+    }
+    seen.insert(seen.end(), mine.begin(), mine.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<size_t> all(sizes.size());
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seen, all);
+}
+
+TEST(Sources, UnpackedSizeIsTheMembersInflatedBytes) {
+  TempDir dir("unpacked");
+  SourceFile npz;
+  npz.abs_path = dir.file("g.npz");
+  {
+    NpzWriter w(npz.abs_path, /*compress=*/true);
+    w.add("zeros", std::vector<float>(100000, 0.0f), {100000});  // 400 KB that deflate to ~1 KB
+    w.add("ids", std::vector<int64_t>{1, 2, 3}, {3});
+    w.close();
+  }
+  npz.size = static_cast<int64_t>(fs::file_size(npz.abs_path));
+  const int64_t unpacked = unpacked_size(npz);
+  // Each member is an npy file: its header (a multiple of 64 bytes) and its data.
+  EXPECT_GT(unpacked, 400000 + 24);
+  EXPECT_LT(unpacked, 400000 + 24 + 2 * 256);
+  EXPECT_LT(npz.size, 20000);
+  // Not a zip archive: its size on disk (it is rejected when processed).
+  SourceFile junk;
+  junk.abs_path = dir.file("junk.npz");
+  std::ofstream(junk.abs_path) << "not a zip";
+  junk.size = 9;
+  EXPECT_EQ(unpacked_size(junk), 9);
 }
 
 TEST(SettingsDigest, GroupsChangeIndependently) {
