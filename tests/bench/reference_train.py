@@ -1,38 +1,48 @@
 #!/usr/bin/python3
-"""Reference trainer for the training benchmark: the model and loop of tpuperf-train
-(trainer/models.cpp, losses.cpp, graph_ops.cpp, batch.cpp, sampler.cpp and train_fold /
+"""Reference trainer for the training benchmark: the models and loop of tpuperf-train
+(trainer/models: tile_early_join.cpp, layout_sage.cpp, layout_shape_context.cpp, blocks.cpp,
+shape_features.cpp, config_dims.cpp; trainer/losses; batch.cpp, sampler.cpp and train_fold /
 train_step in fold_training.cpp) written in plain PyTorch (index_add_ / scatter_reduce, no
 PyG), fed from the same HDF5 shards (common/shards/shard.h) with the manifest's feature transform.
+
+Models (--arch): the schema's defaults, tile early_join_shape and layout sage_shape_context
+(hidden 64, 3 layers: shape features from the raw shape columns, the wide terms, the
+configurable nodes pooled apart, the config-free context pass), and the bench models early_join
+and sage. Losses (--loss): ListMLE and the pairwise hinge (the tile default), a step's batches
+weighted as backward_joint_loss does.
 
 It reproduces tpuperf's run of one fold on one rank: the same train graphs in manifest
 order, the same slates (the splitmix64 sampler re-implemented), the same initial weights
 (torch.manual_seed with tpuperf's mix_seed, modules built in the same order), the same
 batches (a step's graphs split by slate width: sampler.cpp batches_by_width) and batch
-layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient clipping.
+layout, the loss, AdamW, warm-up + cosine learning rate and gradient clipping.
 Dropout masks differ from tpuperf's (a splitmix64 hash of seed and element,
 trainer/kernels/fused_ops.h; the reference draws from torch's generator). So with --dropout 0
-(and tpuperf's model dropout 0) its
-per-epoch losses should equal the ones tpuperf logs, and its final weights the fold's
-last.pt (--compare-checkpoint), up to float rounding: that is the check that both sides
-train the same thing before their speeds are compared (bench_train.sh runs it apart from
-the timed runs, which use the configured dropout on both sides).
+(and tpuperf's model dropout 0) its per-epoch losses should equal the ones tpuperf logs, and
+its final weights the fold's last.pt training weights (--compare-checkpoint), up to float
+rounding, which grows through training (AdamW): that is the check that both sides train the
+same thing before their speeds are compared (bench_train.sh runs it, short, apart from the
+timed runs, which use the configured dropout on both sides).
 
 Timing: only the optimizer steps of an epoch (batch building, forward, loss, backward,
 clipping, AdamW), as tpuperf's "configs/s" does. Unlike tpuperf, which reads layout config
 rows from the shard at every step and samples inside the step, the reference holds every
 row in memory and draws an epoch's slates before its clock starts: both differences favour
-the reference.
+the reference. tpuperf also updates its weight average (train.ema_decay) in its steps; the
+reference keeps none.
 
 It is written as a PyTorch user who wants it fast would write it, with the same math: the
 tile model's first block split as tpuperf's forward_split, per-config states node-major (N x
 S x H, so that gathers and scatters over nodes move contiguous rows), aggregation without the
 3H-wide cat, pooling over the graphs' contiguous node runs, the layout config embedding as a
-one-hot matmul, dropout masks from 16-bit draws, parameters and gradients in flat buffers
-(one clipping norm, one AdamW tensor), and tpuperf-train's allocator settings (glibc
-environment). Each speed-up has a flag that turns it off (--no-split, --no-node-major,
---no-catfree, --no-segment-reduce, --no-onehot-config, --dropout-rng bernoulli, --optimizer
-plain|foreach, --no-malloc-env; --jit scripts the loss and the aggregation), so that
-bench_train.sh can measure each one's effect.
+one-hot matmul (for sage_shape_context one matmul of [shape features | one-hot values] with
+[shape_in's weight; the value table], whose input rows the wide term reuses as one batched
+matmul), dropout masks from 16-bit draws, parameters and gradients in flat buffers (one
+clipping norm, one AdamW tensor), and tpuperf-train's allocator settings (glibc environment).
+Each speed-up has a flag that turns it off (--no-split, --no-node-major, --no-catfree,
+--no-segment-reduce, --no-onehot-config, --dropout-rng bernoulli, --optimizer plain|foreach,
+--no-malloc-env; --jit scripts the losses and the aggregation), so that bench_train.sh can
+measure each one's effect.
 
 Usage: reference_train.py --processed DIR --collection C [--fold F] [options] [--json OUT]
 """
@@ -937,22 +947,28 @@ def learning_rate(a, step, total):
     return a.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
-def compare_checkpoint(model, path):
-    """Max |difference| between the model's parameters and a tpuperf checkpoint's training
-    weights: with weight averaging (train.ema_decay > 0) its model.* tensors hold the average
-    and the training weights are stored beside them (training_weights.i, by position in the
-    model's parameter order, which is that of its model.* tensors)."""
+def checkpoint_weights(path):
+    """A tpuperf checkpoint's training weights by parameter name ("model.<name>")."""
     ckpt = dict(torch.jit.load(path).named_parameters())
     names = [k for k in ckpt if k.startswith("model.")]
     if "training_weights.count" in ckpt:
-        ckpt.update({name: ckpt[f"training_weights.{i}"] for i, name in enumerate(names)})
+        return {name: ckpt[f"training_weights.{i}"] for i, name in enumerate(names)}
+    return {name: ckpt[name] for name in names}
+
+
+def compare_checkpoint(model, path):
+    """Per parameter, the max |difference| between the model's and a tpuperf checkpoint's
+    training weights (checkpoint_weights): with weight averaging (train.ema_decay > 0) its model.* tensors hold the average
+    and the training weights are stored beside them (training_weights.i, by position in the
+    model's parameter order, which is that of its model.* tensors)."""
+    ckpt = checkpoint_weights(path)
     diffs = {}
     for name, p in model.named_parameters():
         theirs = ckpt["model." + name]
         if theirs.shape != p.shape:
             raise SystemExit(f"{name}: shape {tuple(theirs.shape)} in {path}, {tuple(p.shape)} here")
         diffs[name] = (theirs.double() - p.detach().double()).abs().max().item()
-    extra = sorted(k for k in names if k[6:] not in diffs)
+    extra = sorted(k for k in ckpt if k[6:] not in diffs)
     if extra:
         raise SystemExit(f"{path} has parameters the reference lacks: {extra[:5]}")
     return diffs
