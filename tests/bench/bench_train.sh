@@ -94,7 +94,7 @@ SC_COLLECTIONS=${SC_COLLECTIONS:-$TP_COLLECTIONS}
 # Full ablation for the bench models; the default models ablate fewer speed-ups
 # (TP_DEFAULT_ABLATION_ROUNDS rounds): the default layout model's reference runs take a minute.
 TP_DEFAULT_ABLATION_ROUNDS=${TP_DEFAULT_ABLATION_ROUNDS:-1}
-TP_ABLATION_COLLECTIONS=${TP_ABLATION_COLLECTIONS:-$(for c in $TP_COLLECTIONS; do [[ $c == *@default ]] || echo "$c"; done)}
+TP_ABLATION_COLLECTIONS=${TP_ABLATION_COLLECTIONS:-$(for c in $TP_COLLECTIONS; do [[ $c == *@default ]] || printf '%s ' "$c"; done)}
 TP_EPOCHS=${TP_EPOCHS:-3}
 SC_EPOCHS=${SC_EPOCHS:-8}
 TP_CHECK_EPOCHS=${TP_CHECK_EPOCHS:-3}
@@ -402,25 +402,19 @@ if [ "$DO_THROUGHPUT" = 1 ]; then
       ref_run "$tag" "$coll"
     done
     # Ablation: the reference with one speed-up off at a time (--jit: on), then with all
-    # off (the plain reference the table compared with before issue #19).
-    # The default models (their layout reference runs take a minute each): only the
-    # speed-ups that touch what they add, TP_DEFAULT_ABLATION_ROUNDS rounds.
-    rounds=$TP_ABLATION_ROUNDS
-    if [[ " $TP_ABLATION_COLLECTIONS " != *" $coll "* ]]; then
+    # off (the plain reference the table compared with before issue #19). The default
+    # models (their layout reference runs take a minute each): only the speed-ups that
+    # touch what they add, TP_DEFAULT_ABLATION_ROUNDS rounds.
+    if [[ " $TP_ABLATION_COLLECTIONS " == *" $coll "* ]]; then
+      rounds=$TP_ABLATION_ROUNDS
+      variants=("--no-node-major" "--no-catfree" "--no-segment-reduce" "--dropout-rng bernoulli" "--optimizer foreach"
+                "--optimizer plain" "--no-malloc-env" "--jit" "$ALL_OFF")
+    else
       rounds=$TP_DEFAULT_ABLATION_ROUNDS
       variants=("--no-node-major" "--no-segment-reduce")
-      if [[ $coll == tile:* ]]; then variants=("--no-split" "${variants[@]}"); else variants=("--no-onehot-config" "${variants[@]}"); fi
-      for r in $(seq 1 "$rounds"); do
-        for i in "${!variants[@]}"; do
-          ref_run "tp-$(echo "$coll" | tr : _)-abl$i-r$r" "$coll" "" "" "${variants[$i]}"
-        done
-      done
-      continue
     fi
-    variants=("--no-node-major" "--no-catfree" "--no-segment-reduce" "--dropout-rng bernoulli" "--optimizer foreach"
-              "--optimizer plain" "--no-malloc-env" "--jit" "$ALL_OFF")
     if [[ $coll == tile:* ]]; then variants=("--no-split" "${variants[@]}"); else variants=("--no-onehot-config" "${variants[@]}"); fi
-    for r in $(seq 1 "$TP_ABLATION_ROUNDS"); do
+    for r in $(seq 1 "$rounds"); do
       for i in "${!variants[@]}"; do
         ref_run "tp-$(echo "$coll" | tr : _)-abl$i-r$r" "$coll" "" "" "${variants[$i]}"
       done
