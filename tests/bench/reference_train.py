@@ -1,38 +1,48 @@
 #!/usr/bin/python3
-"""Reference trainer for the training benchmark: the model and loop of tpuperf-train
-(trainer/models.cpp, losses.cpp, graph_ops.cpp, batch.cpp, sampler.cpp and train_fold /
+"""Reference trainer for the training benchmark: the models and loop of tpuperf-train
+(trainer/models: tile_early_join.cpp, layout_sage.cpp, layout_shape_context.cpp, blocks.cpp,
+shape_features.cpp, config_dims.cpp; trainer/losses; batch.cpp, sampler.cpp and train_fold /
 train_step in fold_training.cpp) written in plain PyTorch (index_add_ / scatter_reduce, no
 PyG), fed from the same HDF5 shards (common/shards/shard.h) with the manifest's feature transform.
+
+Models (--arch): the schema's defaults, tile early_join_shape and layout sage_shape_context
+(hidden 64, 3 layers: shape features from the raw shape columns, the wide terms, the
+configurable nodes pooled apart, the config-free context pass), and the bench models early_join
+and sage. Losses (--loss): ListMLE and the pairwise hinge (the tile default), a step's batches
+weighted as backward_joint_loss does.
 
 It reproduces tpuperf's run of one fold on one rank: the same train graphs in manifest
 order, the same slates (the splitmix64 sampler re-implemented), the same initial weights
 (torch.manual_seed with tpuperf's mix_seed, modules built in the same order), the same
 batches (a step's graphs split by slate width: sampler.cpp batches_by_width) and batch
-layout, ListMLE, AdamW, warm-up + cosine learning rate and gradient clipping.
+layout, the loss, AdamW, warm-up + cosine learning rate and gradient clipping.
 Dropout masks differ from tpuperf's (a splitmix64 hash of seed and element,
 trainer/kernels/fused_ops.h; the reference draws from torch's generator). So with --dropout 0
-(and tpuperf's model dropout 0) its
-per-epoch losses should equal the ones tpuperf logs, and its final weights the fold's
-last.pt (--compare-checkpoint), up to float rounding: that is the check that both sides
-train the same thing before their speeds are compared (bench_train.sh runs it apart from
-the timed runs, which use the configured dropout on both sides).
+(and tpuperf's model dropout 0) its per-epoch losses should equal the ones tpuperf logs, and
+its final weights the fold's last.pt training weights (--compare-checkpoint), up to float
+rounding, which grows through training (AdamW): that is the check that both sides train the
+same thing before their speeds are compared (bench_train.sh runs it, short, apart from the
+timed runs, which use the configured dropout on both sides).
 
 Timing: only the optimizer steps of an epoch (batch building, forward, loss, backward,
 clipping, AdamW), as tpuperf's "configs/s" does. Unlike tpuperf, which reads layout config
 rows from the shard at every step and samples inside the step, the reference holds every
 row in memory and draws an epoch's slates before its clock starts: both differences favour
-the reference.
+the reference. tpuperf also updates its weight average (train.ema_decay) in its steps; the
+reference keeps none.
 
 It is written as a PyTorch user who wants it fast would write it, with the same math: the
 tile model's first block split as tpuperf's forward_split, per-config states node-major (N x
 S x H, so that gathers and scatters over nodes move contiguous rows), aggregation without the
 3H-wide cat, pooling over the graphs' contiguous node runs, the layout config embedding as a
-one-hot matmul, dropout masks from 16-bit draws, parameters and gradients in flat buffers
-(one clipping norm, one AdamW tensor), and tpuperf-train's allocator settings (glibc
-environment). Each speed-up has a flag that turns it off (--no-split, --no-node-major,
---no-catfree, --no-segment-reduce, --no-onehot-config, --dropout-rng bernoulli, --optimizer
-plain|foreach, --no-malloc-env; --jit scripts the loss and the aggregation), so that
-bench_train.sh can measure each one's effect.
+one-hot matmul (for sage_shape_context one matmul of [shape features | one-hot values] with
+[shape_in's weight; the value table], whose input rows the wide term reuses as one batched
+matmul), dropout masks from 16-bit draws, parameters and gradients in flat buffers (one
+clipping norm, one AdamW tensor), and tpuperf-train's allocator settings (glibc environment).
+Each speed-up has a flag that turns it off (--no-split, --no-node-major, --no-catfree,
+--no-segment-reduce, --no-onehot-config, --dropout-rng bernoulli, --optimizer plain|foreach,
+--no-malloc-env; --jit scripts the losses and the aggregation), so that bench_train.sh can
+measure each one's effect.
 
 Usage: reference_train.py --processed DIR --collection C [--fold F] [options] [--json OUT]
 """
@@ -66,6 +76,15 @@ NUM_OPCODES = 121
 TILE_CONFIG_DIM = 24
 LAYOUT_CONFIG_DIM = 18
 LAYOUT_LEVELS = 7
+LAYOUT_ONEHOT = LAYOUT_CONFIG_DIM * LAYOUT_LEVELS  # 126 rows of the value table
+# trainer/models/shape_features.h: per tile config and per (layout config, configurable node).
+TILE_SHAPE_FEAT = 13
+LAYOUT_SHAPE_FEAT = 27
+# common/graph/feature_transform.h: raw columns of the shape dims and of minor_to_major.
+SHAPE_DIMS_BEGIN, MINOR_TO_MAJOR_BEGIN, MAX_RANK = 21, 134, 6
+# The schema's default architectures (common/config/config_schema.cpp) and the bench's.
+DEFAULT_ARCH = {"tile": "early_join_shape", "layout": "sage_shape_context"}
+ARCHS = {"tile": ("early_join", "early_join_shape"), "layout": ("sage", "sage_shape_context")}
 
 # ----------------------------------------------------------------- seeds (common/base/random.h)
 def mix_seed(seed, what):
@@ -228,7 +247,8 @@ def load_graphs(processed, collection, fold, folds):
         rows = lambda key, data: f[data][f[key][i]:f[key][i + 1]]
         g = Graph()
         g.name = m["name"]
-        x = rows("node_offsets", "node_feat")[:, kept].astype(np.float64)
+        raw = rows("node_offsets", "node_feat")
+        x = raw[:, kept].astype(np.float64)
         x[:, use_log] = signed_log1p(x[:, use_log])
         g.node_feat = ((x - mean) / std).astype(np.float32)
         g.num_nodes = g.node_feat.shape[0]
@@ -239,16 +259,141 @@ def load_graphs(processed, collection, fold, folds):
         if tile:
             g.config_feat = rows("config_offsets", "config_feat").astype(np.float32)
             g.target = g.runtime / rows("config_offsets", "config_runtime_normalizers").astype(np.float64)
+            g.config_dims = tile_config_dims(raw)
         else:
             g.config_ids = rows("config_node_offsets", "node_config_ids").astype(np.int64)
             nc = len(g.config_ids)
+            if nc == 0:
+                raise SystemExit(f"{g.name}: a layout graph without configurable nodes (the reference "
+                                 "pools them per graph and does not handle that case)")
             g.packed = rows("packed_offsets", "node_config_packed").reshape(len(g.runtime), nc)
             g.target = g.runtime
+            g.config_dims = layout_config_dims(raw, g.config_ids, g.consumer, g.producer)
+            # max_layout_elements: over every tensor of every configurable node, at least 1.
+            g.max_elements = max(1.0, float(elements(g.config_dims.reshape(-1, MAX_RANK)).max()))
         g.num_configs = len(g.runtime)
         graphs.append(g)
     for f in shards.values():
         f.close()
     return graphs
+
+
+# ----------------------------------------- shape features (config_dims.cpp, shape_features.cpp)
+# What a config means for the graph's tensors, from the raw (untransformed) shape columns:
+# the default models' extra inputs, computed in float64 and stored as float32 like tpuperf.
+def raw_dims(row_block):
+    """copy_dims: raw values rounded half away from zero and clamped at -1 (int64)."""
+    v = np.clip(row_block.astype(np.float64), -1.0, 1e15)
+    if not np.isfinite(v).all():
+        raise SystemExit("a shape dim is not finite")
+    return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+
+
+def tile_config_dims(raw):
+    """attach_tile: the root's (last node with is_root set, else the last node) shape dims
+    and minor_to_major, 12 int64."""
+    roots = np.nonzero(raw[:, 0] > 0)[0]
+    root = roots[-1] if len(roots) else raw.shape[0] - 1
+    return np.concatenate([raw_dims(raw[root, SHAPE_DIMS_BEGIN:SHAPE_DIMS_BEGIN + MAX_RANK]),
+                           raw_dims(raw[root, MINOR_TO_MAJOR_BEGIN:MINOR_TO_MAJOR_BEGIN + MAX_RANK])])
+
+
+def layout_config_dims(raw, config_ids, consumer, producer):
+    """attach_layout: per configurable node (config_ids order) its output's dims, then its
+    first two operands' in edge order (0 where absent), M x 18 int64. A one-time pass at
+    loading (not timed)."""
+    dims = np.zeros((len(config_ids), 3 * MAX_RANK), dtype=np.int64)
+    shape = raw_dims(raw[:, SHAPE_DIMS_BEGIN:SHAPE_DIMS_BEGIN + MAX_RANK])
+    slot_of = np.full(raw.shape[0], -1, dtype=np.int64)
+    slot_of[config_ids] = np.arange(len(config_ids))
+    dims[:, :MAX_RANK] = shape[config_ids]
+    operands = np.zeros(len(config_ids), dtype=np.int64)
+    for c, p in zip(consumer.tolist(), producer.tolist()):
+        m = slot_of[c]
+        if m < 0 or operands[m] == 2:
+            continue
+        operands[m] += 1
+        dims[m, operands[m] * MAX_RANK:(operands[m] + 1) * MAX_RANK] = shape[p]
+    return dims
+
+
+def rank_of(dims):
+    """Leading positive dims along the last axis (the release pads shapes with 0)."""
+    return np.cumprod(dims > 0, axis=-1).sum(-1)
+
+
+def elements(dims):
+    """The product of the leading positive dims in float64, multiplied in order."""
+    r, e = rank_of(dims), np.ones(dims.shape[:-1])
+    for i in range(MAX_RANK):
+        e = np.where(i < r, e * dims[..., i].astype(np.float64), e)
+    return e
+
+
+def log_pad(x, m):
+    """log(x padded up to a multiple of m / x), 0 where x is 0."""
+    safe = np.where(x > 0, x, 1.0)
+    return np.where(x > 0, np.log(np.ceil(safe / m) * m / safe), 0.0)
+
+
+def tile_shape_features(cfg, dims12):
+    """tile_shape_features for config rows cfg (... x 24 float32) of one graph -> ... x 13."""
+    dims, m2m = dims12[:MAX_RANK], dims12[MAX_RANK:]
+    rank = int(rank_of(dims))
+    minor = int(m2m[0]) if rank >= 1 and 0 <= m2m[0] < rank else -1
+    second = int(m2m[1]) if rank >= 2 and 0 <= m2m[1] < rank else -1
+    kernel, tile = cfg[..., 0:6].astype(np.float64), cfg[..., 8:14].astype(np.float64)
+    out = np.zeros(cfg.shape[:-1] + (TILE_SHAPE_FEAT,))
+    log_grid = log_tile = log_padded = log_kernel = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(MAX_RANK):
+            t = tile[..., i]
+            on = (t > 0) if i < rank else np.zeros(t.shape, dtype=bool)
+            steps = np.where(on, np.ceil(float(dims[i]) / np.where(on, t, 1.0)), 1.0)
+            pad = 128 if i == minor else 8 if i == second else None
+            padded = t if pad is None else np.ceil(t / pad) * pad
+            log_tile = log_tile + np.where(on, np.log(np.where(on, t, 1.0)), 0.0)
+            log_padded = log_padded + np.where(on, np.log(np.where(on, padded, 1.0)), 0.0)
+            out[..., i] = np.log(steps) / 4
+            log_grid = log_grid + np.log(steps)
+            k = kernel[..., i]
+            log_kernel = log_kernel + np.where(k > 0, np.log(np.where(k > 0, k, 1.0)), 0.0)
+    f = [log_grid / 8, log_tile / 8, log_padded / 8, (log_padded - log_tile) / 4,
+         (log_grid + log_padded) / 8, log_kernel / 8, (log_grid + log_kernel) / 8]
+    for j, v in enumerate(f):
+        out[..., MAX_RANK + j] = v
+    return out.astype(np.float32)
+
+
+def layout_shape_features(values, dims18, max_elements):
+    """layout_shape_features for decoded values (... x M x 18, -1..5) against the nodes'
+    dims (M x 18) and the graph's largest tensor (per node, M) -> ... x M x 27 float32."""
+    out = np.zeros(values.shape[:-1] + (LAYOUT_SHAPE_FEAT,))
+    per = LAYOUT_SHAPE_FEAT // 3
+    for t in range(3):
+        v = values[..., t * MAX_RANK:(t + 1) * MAX_RANK]
+        d = dims18[:, t * MAX_RANK:(t + 1) * MAX_RANK]
+        rank, size = rank_of(d), elements(d)  # per node
+        is_default = (v == -1).all(-1)
+        o = out[..., t * per:(t + 1) * per]
+        o[..., 0] = is_default
+        o[..., 6] = np.where(rank > 0, np.log1p(size) / 16, 0.0)
+        live = ~is_default & (rank > 0)
+        row_major = np.ones(v.shape[:-1], dtype=bool)
+        for i in range(MAX_RANK):
+            row_major &= (i >= rank) | (v[..., i] == rank - 1 - i)
+
+        def picked(j):  # the size of the dim value j puts there (0 if none)
+            ok = (v[..., j] >= 0) & (v[..., j] < rank)
+            idx = np.clip(v[..., j], 0, MAX_RANK - 1)
+            return np.where(ok, np.take_along_axis(np.broadcast_to(d, v.shape), idx[..., None], -1)[..., 0], 0)
+        minor, second = picked(0).astype(np.float64), picked(1).astype(np.float64)
+        lp_minor, lp_second = log_pad(minor, 128), log_pad(second, 8)
+        waste = size * np.expm1(lp_minor + lp_second) / max_elements
+        for j, val in ((1, row_major), (2, np.log1p(minor) / 8), (3, np.log1p(second) / 8), (4, lp_minor / 4),
+                       (5, lp_second / 2), (7, waste / 8), (8, np.log1p(waste))):
+            o[..., j] = np.where(live, val, 0.0)
+    return out.astype(np.float32)
 
 
 POW7 = 7 ** np.arange(LAYOUT_CONFIG_DIM, dtype=np.uint64)
@@ -260,8 +405,10 @@ def layout_values(packed):
     return ((packed[..., None] // POW7) % 7).astype(np.int64) + ROW0
 
 
-def make_batch(tile, graphs, slates):
-    """trainer/batch.cpp make_batch: graphs concatenated, slots padded with the first config."""
+def make_batch(tile, graphs, slates, shape=False):
+    """trainer/batch.cpp make_batch: graphs concatenated, slots padded with the first config.
+    shape: also the configs' shape features (config_shape: tile G x S x 13; layout S x M x 27,
+    node-major M x S x 27), which the default models read."""
     G, S = len(graphs), max(len(s) for s in slates)
     offsets = np.cumsum([0] + [g.num_nodes for g in graphs])
     b = {"G": G, "S": S}
@@ -294,13 +441,27 @@ def make_batch(tile, graphs, slates):
         node_graph = np.repeat(np.arange(G), [g.num_nodes for g in graphs])
         b["kind"] = torch.from_numpy(node_graph * 4 + (has_p > 0) + 2 * (has_c > 0))
     if tile:
-        b["config_feat"] = torch.from_numpy(np.stack([g.config_feat[ix] for g, ix in zip(graphs, index)]))
-    else:
-        b["config_node"] = torch.from_numpy(np.concatenate([g.config_ids + o for g, o in zip(graphs, offsets)]))
-        # S x M x 18 (node-major: M x S x 18): slot s of every configurable node of graph g
-        # uses config index[g, s].
-        packed = np.concatenate([g.packed[ix] for g, ix in zip(graphs, index)], axis=1)
-        b["config_values"] = torch.from_numpy(np.ascontiguousarray(layout_values(packed.T if O.node_major else packed)))
+        cf = [g.config_feat[ix] for g, ix in zip(graphs, index)]
+        b["config_feat"] = torch.from_numpy(np.stack(cf))
+        if shape:
+            b["config_shape"] = torch.from_numpy(np.stack([tile_shape_features(c, g.config_dims)
+                                                           for c, g in zip(cf, graphs)]))
+        return b
+    config_counts = [len(g.config_ids) for g in graphs]
+    b["config_node"] = torch.from_numpy(np.concatenate([g.config_ids + o for g, o in zip(graphs, offsets)]))
+    b["config_offsets"] = [int(o) for o in np.cumsum([0] + config_counts)]
+    b["config_lengths"] = torch.tensor(config_counts)
+    b["config_graph"] = torch.from_numpy(np.repeat(np.arange(G), config_counts))
+    # S x M x 18 (node-major: M x S x 18): slot s of every configurable node of graph g
+    # uses config index[g, s].
+    packed = np.concatenate([g.packed[ix] for g, ix in zip(graphs, index)], axis=1)
+    values = layout_values(packed)  # S x M x 18 table rows
+    if shape:
+        dims = np.concatenate([g.config_dims for g in graphs])
+        max_el = np.repeat([g.max_elements for g in graphs], config_counts)
+        feat = layout_shape_features(values - ROW0 - 1, dims, max_el)  # decoded values -1..5
+        b["config_shape"] = torch.from_numpy(np.ascontiguousarray(feat.transpose(1, 0, 2) if O.node_major else feat))
+    b["config_values"] = torch.from_numpy(np.ascontiguousarray(values.transpose(1, 0, 2) if O.node_major else values))
     return b
 
 
@@ -511,31 +672,46 @@ class SegmentMax(torch.autograd.Function):
         return hit * (grad / ties).index_select(d, node_graph), None, None, None
 
 
+def pool_mean_max(x, G, seg, lengths, offsets):
+    """Per graph the mean then the max of its rows' states (blocks.cpp pool_mean_max, or
+    pool_config_nodes for the configurable nodes' rows): x with its rows along node_dim
+    (N x S x H, S x N x H or N x H), seg the graph of each row, lengths the rows per graph,
+    offsets their contiguous runs -> the same with G rows of 2H."""
+    if not O.segment_reduce:
+        return torch.cat([segment_mean(x, seg, G), segment_max(x, seg, G)], -1)
+    # The graphs' rows are contiguous runs: segment_reduce over their lengths (same values,
+    # and max's gradient split among ties as scatter_reduce's).
+    d = node_dim(x)
+    if d == 0:  # index_add_ along dimension 0 is fast; segment_reduce there is not
+        mean = torch.zeros((G,) + x.shape[1:]).index_add_(0, seg, x) / column(lengths.to(x.dtype), x, 0)
+    else:
+        lengths = lengths.expand(x.shape[:d] + (G,))
+        mean = torch.segment_reduce(x, "mean", lengths=lengths, axis=d)
+    return torch.cat([mean, SegmentMax.apply(x, lengths, seg, offsets)], -1)
+
+
+def pool_nodes(x, b):
+    return pool_mean_max(x, b["G"], b["node_graph"], b["lengths"], b["offsets"])
+
+
+def pool_config_nodes(config_states, b):
+    return pool_mean_max(config_states, b["G"], b["config_graph"], b["config_lengths"], b["config_offsets"])
+
+
 class Readout(nn.Module):
-    def __init__(self, h, dropout, heads):
+    def __init__(self, h, dropout, heads, pools=1):
         super().__init__()
-        self.pool_proj = nn.Linear(2 * h, h)
+        self.pool_proj = nn.Linear(pools * 2 * h, h)
         self.hidden = nn.Linear(h, h)
         self.score = nn.Linear(h, 1)
         self.drop = Dropout(dropout)
         self.attention = ConfigAttention(h, heads) if heads > 0 else None
 
     def forward(self, x, b):
-        if O.segment_reduce:
-            # The graphs' nodes are contiguous runs: segment_reduce over their lengths (same
-            # values, and max's gradient split among ties as scatter_reduce's).
-            d = node_dim(x)
-            if d == 0:  # index_add_ along dimension 0 is fast; segment_reduce there is not
-                lengths = b["lengths"]
-                mean = torch.zeros((b["G"],) + x.shape[1:]).index_add_(0, b["node_graph"], x) / \
-                    column(lengths.to(x.dtype), x, 0)
-            else:
-                lengths = b["lengths"].expand(x.shape[:d] + (b["G"],))
-                mean = torch.segment_reduce(x, "mean", lengths=lengths, axis=d)
-            pooled = torch.cat([mean, SegmentMax.apply(x, lengths, b["node_graph"], b["offsets"])], -1)
-        else:
-            pooled = torch.cat([segment_mean(x, b["node_graph"], b["G"]),
-                                segment_max(x, b["node_graph"], b["G"])], -1)
+        return self.forward_pooled(pool_nodes(x, b), b)
+
+    def forward_pooled(self, pooled, b):
+        """From pooled embeddings G x S x (pools * 2H) (S x G x ... unless node-major)."""
         if not O.node_major:
             pooled = pooled.transpose(0, 1)  # S x G -> G x S
         z = F.gelu(self.pool_proj(pooled))
@@ -552,61 +728,136 @@ def make_blocks(module, h, layers, dropout):
     return blocks
 
 
+def zeroed_linear(n_in, n_out):
+    """An nn.Linear initialized as usual (it draws from the generator like tpuperf's) and
+    then zeroed: the default models' wide terms start at zero."""
+    lin = nn.Linear(n_in, n_out)
+    with torch.no_grad():
+        lin.weight.zero_()
+        lin.bias.zero_()
+    return lin
+
+
 class TileModel(nn.Module):
-    def __init__(self, num_feat, h, layers, dropout, heads):
+    """early_join (tile_early_join.cpp) or, with shape, early_join_shape: the config input also
+    holds the tiling's shape features, and a wide term <wide(mean and max of the graph's
+    config-free node states), config input> is added to each score."""
+
+    def __init__(self, num_feat, h, layers, dropout, heads, shape=False):
         super().__init__()
+        self.shape = shape
         self.encoder = NodeEncoder(num_feat, h)
-        self.config_in = nn.Linear(TILE_CONFIG_DIM, h)
+        self.config_in = nn.Linear(TILE_CONFIG_DIM + (TILE_SHAPE_FEAT if shape else 0), h)
         self.config_out = nn.Linear(h, h)
         self.blocks = make_blocks(self, h, layers, dropout)
         self.readout = Readout(h, dropout, heads)
+        if shape:
+            self.wide = zeroed_linear(2 * h, TILE_CONFIG_DIM + TILE_SHAPE_FEAT)
 
     def forward(self, b):
         base = self.encoder(b["node_feat"], b["opcode"])
         cf = b["config_feat"]
-        cfg = self.config_out(F.gelu(self.config_in(torch.sign(cf) * torch.log1p(cf.abs()))))
+        inp = torch.sign(cf) * torch.log1p(cf.abs())
+        if self.shape:
+            inp = torch.cat([inp, b["config_shape"]], -1)  # G x S x 37
+        cfg = self.config_out(F.gelu(self.config_in(inp)))
         slot = cfg if O.node_major else cfg.transpose(0, 1)  # G x S x H or S x G x H
         if not self.blocks:
-            return self.readout(per_config(base, slot, b["node_graph"]), b)
-        x = self.blocks[0].forward_split(base, slot, b)
-        for block in self.blocks[1:]:
-            x = block(x, b)
-        return self.readout(x, b)
+            scores = self.readout(per_config(base, slot, b["node_graph"]), b)
+        else:
+            x = self.blocks[0].forward_split(base, slot, b)
+            for block in self.blocks[1:]:
+                x = block(x, b)
+            scores = self.readout(x, b)
+        if not self.shape:
+            return scores
+        weights = self.wide(pool_nodes(base, b))  # G x 37
+        return scores + torch.bmm(inp, weights.unsqueeze(2)).squeeze(2)  # sum_k in[g, s, k] w[g, k]
 
 
 class LayoutModel(nn.Module):
-    def __init__(self, num_feat, h, layers, dropout, heads):
+    """sage (layout_sage.cpp) or, with shape, sage_shape_context (layout_shape_context.cpp):
+    the layout term also reads the layouts' shape features, the readout pools the
+    configurable nodes apart, and a wide term sums over the configurable nodes
+    <wide(node's config-free state after the blocks), [shape features, one-hot values]>."""
+
+    def __init__(self, num_feat, h, layers, dropout, heads, shape=False):
         super().__init__()
+        self.shape = shape
         self.encoder = NodeEncoder(num_feat, h)
-        self.config_embed = nn.EmbeddingBag(LAYOUT_CONFIG_DIM * LAYOUT_LEVELS, h, mode="sum")
+        self.config_embed = nn.EmbeddingBag(LAYOUT_ONEHOT, h, mode="sum")
         self.config_out = nn.Linear(h, h)
         self.blocks = make_blocks(self, h, layers, dropout)
-        self.readout = Readout(h, dropout, heads)
+        self.readout = Readout(h, dropout, heads, pools=2 if shape else 1)
+        if shape:
+            self.shape_in = nn.Linear(LAYOUT_SHAPE_FEAT, h)
+            self.wide = zeroed_linear(h, LAYOUT_SHAPE_FEAT + LAYOUT_ONEHOT)
+
+    def config_term(self, b, M, S):
+        """(M * S) x H rows (node-major; S * M otherwise) of the layout term, and with
+        --onehot-config the rows' [shape features | one-hot values] (None otherwise), which the
+        wide term reuses."""
+        values = b["config_values"].view(-1, LAYOUT_CONFIG_DIM)
+        if not O.onehot_config:
+            bag = self.config_embed(values)
+            if self.shape:
+                bag = bag + self.shape_in(b["config_shape"].view(-1, LAYOUT_SHAPE_FEAT))
+            return self.config_out(F.gelu(bag)), None
+        if not self.shape:
+            # The bag's sum of 18 rows as a matmul with the 0/1 rows of the values (the
+            # embedding bag's backward sorts its indices and scatters; this is a GEMM).
+            onehot = torch.zeros(values.size(0), LAYOUT_ONEHOT).scatter_(1, values, 1.0)
+            return self.config_out(F.gelu(torch.mm(onehot, self.config_embed.weight))), None
+        # shape_in(shape) + bag(values) as one matmul: [shape | one-hot] @ [W_shape^T; table].
+        feat = torch.zeros(values.size(0), LAYOUT_SHAPE_FEAT + LAYOUT_ONEHOT)
+        feat[:, :LAYOUT_SHAPE_FEAT] = b["config_shape"].view(-1, LAYOUT_SHAPE_FEAT)
+        feat.scatter_(1, values + LAYOUT_SHAPE_FEAT, 1.0)
+        weight = torch.cat([self.shape_in.weight.t(), self.config_embed.weight])
+        return self.config_out(F.gelu(torch.addmm(self.shape_in.bias, feat, weight))), feat
 
     def forward(self, b):
         base = self.encoder(b["node_feat"], b["opcode"])
         S, M, H = b["S"], b["config_node"].size(0), base.size(1)
         N = base.size(0)
         x = base.unsqueeze(1).expand(N, S, H) if O.node_major else base.unsqueeze(0).expand(S, N, H)
-        if M > 0:
-            values = b["config_values"].view(S * M, LAYOUT_CONFIG_DIM)  # rows (m, s) or (s, m)
-            if O.onehot_config:
-                # The bag's sum of 18 rows as a matmul with the 0/1 rows of the values (the
-                # embedding bag's backward sorts its indices and scatters; this is a GEMM).
-                onehot = torch.zeros(S * M, LAYOUT_CONFIG_DIM * LAYOUT_LEVELS).scatter_(1, values, 1.0)
-                bag = torch.mm(onehot, self.config_embed.weight)
-            else:
-                bag = self.config_embed(values)
-            cfg = self.config_out(F.gelu(bag))
-            if O.node_major:
-                x = x.index_add(0, b["config_node"], cfg.view(M, S, H))
-            else:
-                x = x.index_add(1, b["config_node"], cfg.view(S, M, H))
+        cfg, feat = self.config_term(b, M, S)
+        if O.node_major:
+            x = x.index_add(0, b["config_node"], cfg.view(M, S, H))
         else:
-            x = x.contiguous()
+            x = x.index_add(1, b["config_node"], cfg.view(S, M, H))
         for block in self.blocks:
             x = block(x, b)
-        return self.readout(x, b)
+        if not self.shape:
+            return self.readout(x, b)
+        d = node_dim(x)
+        pooled = torch.cat([pool_nodes(x, b), pool_config_nodes(x.index_select(d, b["config_node"]), b)], -1)
+        scores = self.readout.forward_pooled(pooled, b)
+        # The wide term after the readout, as tpuperf (its dropout draws come in this order).
+        context = base
+        for block in self.blocks:  # config-free: N x H
+            context = block(context, b)
+        return scores + self.wide_cost(self.wide(context.index_select(0, b["config_node"])), feat, b, M, S)
+
+    def wide_cost(self, weights, feat, b, M, S):
+        """G x S: per graph the sum over its configurable nodes of <weights[m], [shape
+        features, one-hot values] of slot s>; weights M x (27 + 126)."""
+        G = b["G"]
+        if feat is not None:
+            if O.node_major:  # rows (m, s): one batched matmul per node
+                per_node = torch.bmm(feat.view(M, S, -1), weights.unsqueeze(2)).squeeze(2)  # M x S
+                return torch.zeros(G, S).index_add_(0, b["config_graph"], per_node)
+            per_node = (feat.view(S, M, -1) * weights.unsqueeze(0)).sum(-1)  # S x M
+            return torch.zeros(S, G).index_add_(1, b["config_graph"], per_node).t()
+        # tpuperf's plain definition: shape features times their weights plus the weights
+        # the 18 values pick (a gather, no one-hot).
+        w_shape, w_values = weights[:, :LAYOUT_SHAPE_FEAT], weights[:, LAYOUT_SHAPE_FEAT:]
+        if O.node_major:
+            picked = w_values.unsqueeze(1).expand(M, S, LAYOUT_ONEHOT).gather(2, b["config_values"])
+            per_node = (b["config_shape"] * w_shape.unsqueeze(1)).sum(-1) + picked.sum(-1)  # M x S
+            return torch.zeros(G, S).index_add_(0, b["config_graph"], per_node)
+        picked = w_values.unsqueeze(0).expand(S, M, LAYOUT_ONEHOT).gather(2, b["config_values"])
+        per_node = (b["config_shape"] * w_shape.unsqueeze(0)).sum(-1) + picked.sum(-1)  # S x M
+        return torch.zeros(S, G).index_add_(1, b["config_graph"], per_node).t()
 
 
 # ------------------------------------------------------------------ loss (losses.cpp)
@@ -619,9 +870,33 @@ def listmle_loss(scores, target, mask):
     return ((tail_lse - utility) * real).sum(1).mean()
 
 
+def ordered_pairs(target, mask):
+    return (target.unsqueeze(2) < target.unsqueeze(1)) & mask.unsqueeze(2) & mask.unsqueeze(1)
+
+
+def hinge_loss(scores, target, mask, margin: float = 0.1):
+    """pairwise_hinge.cpp: per graph the mean over ordered pairs (i faster than j) of
+    relu(margin - (s_j - s_i)), averaged over the graphs with a pair."""
+    valid = ordered_pairs(target, mask)
+    gap = scores.unsqueeze(1) - scores.unsqueeze(2)  # s_j - s_i
+    losses = torch.relu(margin - gap) * valid
+    pairs = valid.sum([1, 2]).to(scores.dtype)
+    has_pairs = (pairs > 0).to(scores.dtype)
+    per_graph = losses.sum([1, 2]) / pairs.clamp_min(1)
+    return (per_graph * has_pairs).sum() / has_pairs.sum().clamp_min(1)
+
+
+def loss_graphs(loss, target, mask):
+    """losses/registry.cpp: how many graphs of a batch the loss averages over; a step's batches
+    weigh by their share of it (backward_joint_loss)."""
+    if loss == "listmle":
+        return target.size(0)
+    return int(ordered_pairs(target, mask).any(2).any(1).sum())
+
+
 # Functions the model and loop call through this table; --jit replaces them by their
 # torch.jit.script versions.
-GRAPH_OPS = {"project_aggregate": project_aggregate, "listmle": listmle_loss}
+GRAPH_OPS = {"project_aggregate": project_aggregate, "listmle": listmle_loss, "hinge": hinge_loss}
 
 
 def script_graph_ops():
@@ -630,25 +905,36 @@ def script_graph_ops():
 
 
 # -------------------------------------------------------- multiply-adds (the model's shapes)
-def forward_macs(b, tile, num_feat, h, layers, heads, opcode_dim=32):
+def forward_macs(b, tile, shape, num_feat, h, layers, heads, opcode_dim=32):
     """Multiply-adds of the model's matmuls in one forward pass over batch b, counted from
     the shapes as the model computes them (the tile model's first block split, as both sides
-    run it); gathers, scatters, sums and elementwise ops are not counted. Backward does
-    about twice a matmul's work (gradients of input and weight), so a training step is about
-    3x this."""
+    run it); gathers, scatters, sums, elementwise ops and the layout value table's one-hot
+    matmul (a sum of 18 rows per node and config) are not counted. Backward does about
+    twice a matmul's work (gradients of input and weight), so a training step is about 3x
+    this. shape: the default models (early_join_shape, sage_shape_context)."""
     N, G, S = b["node_feat"].size(0), b["G"], b["S"]
     macs = N * (num_feat + opcode_dim) * h + N * h * h  # encoder
     rows = S * G  # readout and config rows
-    macs += rows * 2 * h * h + rows * h * h + rows * h  # pool_proj, hidden, score
+    pools = 2 if shape and not tile else 1
+    macs += rows * pools * 2 * h * h + rows * h * h + rows * h  # pool_proj, hidden, score
     if heads > 0:
         macs += rows * h * 3 * h + 2 * G * S * S * h + rows * h * h  # qkv, logits, mix, proj
     if tile:
-        macs += rows * TILE_CONFIG_DIM * h + rows * h * h  # config_in, config_out
+        k = TILE_CONFIG_DIM + (TILE_SHAPE_FEAT if shape else 0)
+        macs += rows * k * h + rows * h * h  # config_in, config_out
         if layers > 0:
             macs += N * 3 * h * h + rows * h * 4 * h + (layers - 1) * S * N * 3 * h * h
+        if shape:
+            macs += G * 2 * h * k + rows * k  # wide: its weights per graph, their product with the input
     else:
-        macs += S * b["config_node"].size(0) * h * h  # config_out (the embedding bag sums)
+        M = b["config_node"].size(0)
+        macs += S * M * h * h  # config_out (the embedding bag sums)
         macs += layers * S * N * 3 * h * h
+        if shape:
+            k = LAYOUT_SHAPE_FEAT + LAYOUT_ONEHOT
+            macs += S * M * LAYOUT_SHAPE_FEAT * h  # shape_in
+            macs += layers * N * 3 * h * h  # the config-free pass of the blocks (the wide term's context)
+            macs += M * h * k + S * M * k  # wide: per-node weights, their product with [shape, one-hot]
     return macs
 
 
@@ -661,32 +947,74 @@ def learning_rate(a, step, total):
     return a.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
-def compare_checkpoint(model, path):
-    """Max |difference| between the model's parameters and a tpuperf checkpoint's."""
+def checkpoint_weights(path):
+    """A tpuperf checkpoint's training weights by parameter name ("model.<name>")."""
     ckpt = dict(torch.jit.load(path).named_parameters())
-    worst, names = 0.0, 0
+    names = [k for k in ckpt if k.startswith("model.")]
+    if "training_weights.count" in ckpt:
+        return {name: ckpt[f"training_weights.{i}"] for i, name in enumerate(names)}
+    return {name: ckpt[name] for name in names}
+
+
+def compare_checkpoint(model, path):
+    """Per parameter, the max |difference| between the model's and a tpuperf checkpoint's
+    training weights (checkpoint_weights): with weight averaging (train.ema_decay > 0) its model.* tensors hold the average
+    and the training weights are stored beside them (training_weights.i, by position in the
+    model's parameter order, which is that of its model.* tensors)."""
+    ckpt = checkpoint_weights(path)
+    diffs = {}
     for name, p in model.named_parameters():
         theirs = ckpt["model." + name]
         if theirs.shape != p.shape:
             raise SystemExit(f"{name}: shape {tuple(theirs.shape)} in {path}, {tuple(p.shape)} here")
-        worst = max(worst, (theirs.double() - p.detach().double()).abs().max().item())
-        names += 1
-    extra = sorted(k for k in ckpt if k.startswith("model.") and k[6:] not in dict(model.named_parameters()))
+        diffs[name] = (theirs.double() - p.detach().double()).abs().max().item()
+    extra = sorted(k for k in ckpt if k[6:] not in diffs)
     if extra:
         raise SystemExit(f"{path} has parameters the reference lacks: {extra[:5]}")
-    return worst, names
+    return diffs
 
 
-def profile_steps(model, opt, params, tile, graphs, draws, grad_clip, overhead, top=14):
+class Step:
+    """What one optimizer step needs besides the model: the data, how a step's graphs are
+    batched, the loss."""
+
+    def __init__(self, tile, shape, graphs, overhead, loss, margin):
+        self.tile, self.shape, self.graphs, self.overhead = tile, shape, graphs, overhead
+        self.loss, self.margin = loss, margin
+
+    def batches(self, draw):
+        """tpuperf's train_step builds all of a step's batches before its forward passes."""
+        return [make_batch(self.tile, [self.graphs[g] for g, _ in part], [c for _, c in part], self.shape)
+                for part in step_batches(self.graphs, draw, self.overhead)]
+
+    def loss_of(self, scores, b):
+        if self.loss == "hinge":
+            return GRAPH_OPS["hinge"](scores, b["target"], b["mask"], self.margin)
+        return GRAPH_OPS["listmle"](scores, b["target"], b["mask"])
+
+    def backward(self, model, batches):
+        """backward_joint_loss (losses/registry.cpp): each batch's loss weighted by its share of
+        the graphs the loss counts (on one rank: the mean over the step's graphs), backward
+        batch by batch; returns the joint loss."""
+        counted = [loss_graphs(self.loss, b["target"], b["mask"]) for b in batches]
+        joint, total = 0.0, sum(counted)
+        for b, c in zip(batches, counted):
+            if c == 0:
+                continue  # e.g. hinge on slates without a pair: no loss, no gradient
+            loss = self.loss_of(model(b), b)
+            (loss * (c / total)).backward()
+            joint += loss.item() * (c / total)
+        return joint
+
+
+def profile_steps(model, opt, step, draws, grad_clip, top=14):
     """Share of self CPU time per LibTorch op over some extra steps (not timed, not part
     of the training): where the time of a step goes. tpuperf calls the same ops."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for d in draws:
             opt.zero_grad()
-            for part in step_batches(graphs, d, overhead):
-                b = make_batch(tile, [graphs[g] for g, _ in part], [c for _, c in part])
-                (GRAPH_OPS["listmle"](model(b), b["target"], b["mask"]) * (len(part) / len(d))).backward()
+            step.backward(model, step.batches(d))
             opt.clip_and_step(grad_clip)
     ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in ops)
@@ -771,6 +1099,10 @@ def main():
     ap.add_argument("--steps-per-epoch", type=int, default=0)
     ap.add_argument("--graphs-per-step", type=int, default=8)
     ap.add_argument("--slate", type=int, default=None, help="default: 32 tile, 16 layout")
+    ap.add_argument("--arch", help="model.<kind>.arch: early_join or early_join_shape (tile), sage or "
+                    "sage_shape_context (layout); default the schema's: " + ", ".join(DEFAULT_ARCH.values()))
+    ap.add_argument("--loss", choices=["listmle", "hinge"], help="default the schema's: hinge tile, listmle layout")
+    ap.add_argument("--hinge-margin", type=float, default=0.1, help="train.hinge_margin")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--dropout", type=float, default=0.1)
@@ -828,6 +1160,12 @@ def main():
     tile = a.collection.startswith("tile:")
     slate = a.slate or (32 if tile else 16)
     heads = a.heads if a.heads is not None else (0 if tile else 4)
+    kind = "tile" if tile else "layout"
+    arch = a.arch or DEFAULT_ARCH[kind]
+    if arch not in ARCHS[kind]:
+        ap.error(f"--arch {arch}: the reference implements the {kind} models {', '.join(ARCHS[kind])}")
+    shape = arch == DEFAULT_ARCH[kind]  # the default models read the shape features
+    loss_name = a.loss or ("hinge" if tile else "listmle")
 
     manifest = json.load(open(os.path.join(a.processed, "manifest.yaml")))
     folds = int(next(l.split(":")[1] for l in manifest["settings"].splitlines() if l.strip().startswith("folds:")))
@@ -840,12 +1178,13 @@ def main():
     torch.manual_seed(mix_seed(a.seed, label))
     Model = TileModel if tile else LayoutModel
     num_feat = graphs[0].node_feat.shape[1]
-    model = Model(num_feat, a.hidden, a.layers, a.dropout, heads)
+    model = Model(num_feat, a.hidden, a.layers, a.dropout, heads, shape)
     model.train()
     params = list(model.parameters())
     opt = Optimizer(params, a.lr, a.weight_decay, a.optimizer)
     sampler = SlateSampler([g.num_configs for g in graphs], a.seed, a.fold, a.graphs_per_step, slate)
-    overhead = batch_overhead_in_node_slots(a.hidden, a.layers)
+    step = Step(tile, shape, graphs, batch_overhead_in_node_slots(a.hidden, a.layers), loss_name, a.hinge_margin)
+    dims = dict(tile=tile, shape=shape, num_feat=num_feat, h=a.hidden, layers=a.layers, heads=heads)
     spe = a.steps_per_epoch or sampler.steps_per_pass()
     total, step_no, epochs = a.epochs * spe, 0, []
     for epoch in range(a.epochs):
@@ -853,19 +1192,15 @@ def main():
         draws = [sampler.draw(epoch, s) for s in range(spe)]  # before the clock: favours the reference
         loss_sum = graphs_n = configs = batch_s = macs = 0.0
         start, cpu_start = time.perf_counter(), time.process_time()
-        for step in range(spe):
+        for d in draws:
             for group in opt.param_groups:
                 group["lr"] = learning_rate(a, step_no, total)
             opt.zero_grad()
-            d = draws[step]
-            for part in step_batches(graphs, d, overhead):
-                t_batch = time.perf_counter()
-                b = make_batch(tile, [graphs[g] for g, _ in part], [c for _, c in part])
-                batch_s += time.perf_counter() - t_batch
-                macs += forward_macs(b, tile, num_feat, a.hidden, a.layers, heads)
-                loss = GRAPH_OPS["listmle"](model(b), b["target"], b["mask"])
-                (loss * (len(part) / len(d))).backward()  # weight n * P / G on one rank
-                loss_sum += loss.item() * len(part)
+            t_batch = time.perf_counter()
+            batches = step.batches(d)
+            batch_s += time.perf_counter() - t_batch
+            macs += sum(forward_macs(b, **dims) for b in batches)
+            loss_sum += step.backward(model, batches) * len(d)  # the joint loss is a mean over d
             opt.clip_and_step(a.grad_clip)
             graphs_n += len(d)
             configs += sum(len(c) for _, c in d)
@@ -878,7 +1213,7 @@ def main():
               f"{configs / seconds:.0f} configs/s, {seconds:.1f} s ({100 * batch_s / seconds:.0f}% building batches)",
               flush=True)
     out = {"collection": a.collection, "fold": a.fold, "graphs": len(graphs), "steps_per_epoch": spe,
-           "slate": slate, "hidden": a.hidden, "layers": a.layers, "heads": heads, "threads": a.threads,
+           "slate": slate, "arch": arch, "loss": loss_name, "hidden": a.hidden, "layers": a.layers, "heads": heads, "threads": a.threads,
            "torch": torch.__version__, "load_seconds": load_s, "epochs": epochs,
            "speedups": {"split": O.split, "node_major": O.node_major, "catfree": O.catfree, "segment_reduce": O.segment_reduce,
                         "onehot_config": O.onehot_config, "optimizer": O.optimizer,
@@ -886,12 +1221,13 @@ def main():
            "configs_per_s": sum(e["configs"] for e in epochs) / sum(e["seconds"] for e in epochs),
            "configs_per_cpu_s": sum(e["configs"] for e in epochs) / sum(e["cpu_seconds"] for e in epochs)}
     if a.compare_checkpoint:
-        out["max_abs_param_diff"], out["params_compared"] = compare_checkpoint(model, a.compare_checkpoint)
+        out["param_diffs"] = compare_checkpoint(model, a.compare_checkpoint)
+        out["max_abs_param_diff"], out["params_compared"] = max(out["param_diffs"].values()), len(out["param_diffs"])
         print(f"max |parameter - {a.compare_checkpoint}| = {out['max_abs_param_diff']:.3g} over "
               f"{out['params_compared']} tensors")
     if a.profile_steps > 0:
         extra = [sampler.draw(a.epochs, s) for s in range(a.profile_steps)]
-        out["profile"] = profile_steps(model, opt, params, tile, graphs, extra, a.grad_clip, overhead)
+        out["profile"] = profile_steps(model, opt, step, extra, a.grad_clip)
         print("self CPU time by op: " + ", ".join(f"{p['op']} {100 * p['share']:.0f}%" for p in out["profile"]))
     fl = 6 * sum(e["forward_macs"] for e in epochs)  # 2 flops per multiply-add, training ~ 3x forward
     out["train_flops_per_config"] = fl / sum(e["configs"] for e in epochs)
