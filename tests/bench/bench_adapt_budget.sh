@@ -28,7 +28,9 @@
 #    (a), (b) and (d) also rank MEASURED (their fit to the measurements, for the analysis).
 # 3. adapt_budget.py collect / report: the records, the table, RESULTS.md.
 #
-# Usage: bench_adapt_budget.sh [BIN_DIR] [--no-results]
+# Usage: bench_adapt_budget.sh [BIN_DIR] [--no-results] [--timing-only]
+#   --timing-only: only the timing pass and the report, over the kept run and cells of the last
+#   full bench (e.g. when its timing pass could not get the lock); the quality figures stay.
 # Environment: TPUPERF_BENCH_DIR (default /tmp/tpuperf-bench): cache and scratch root;
 #   TPUPERF_BENCH_RAW (default $TPUPERF_BENCH_DIR/raw): the bench tree, generated when absent;
 #   RESULTS (default <repo>/tests/bench/RESULTS.md); GRAPHS (1: with 2, a cell took 8 min), BUDGETS ("16 64 256"),
@@ -39,9 +41,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 BIN=$SRC/build/bin
 WRITE=1
+TIMING_ONLY=0
 while [ $# -gt 0 ]; do
   case $1 in
     --no-results) WRITE=0 ;;
+    --timing-only) TIMING_ONLY=1 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)"; exit 2 ;;
     *) BIN=$1 ;;
@@ -126,9 +130,15 @@ YAML
     || { tail -30 "$dir/train.log"; exit 1; }
 }
 
+RUN=$WORK/run
+RECORDS=$WORK/records.jsonl
+if [ "$TIMING_ONLY" = 1 ]; then
+  for f in "$RUN/submission.csv" "$WORK/meta.json" "$WORK/records.jsonl"; do
+    [ -f "$f" ] || { echo "--timing-only needs the last full bench's $f (run without it first)"; exit 2; }
+  done
+else
 # ------------------------------------------------------------------------------ the run
 echo "== the run"
-RUN=$WORK/run
 REQUEST="$ALL ${RUN_SETTINGS[*]} defaults:$("$BIN/tpuperf-train" --help-config | sha256sum | cut -c1-16) tree:$(cat "$RAW/.complete" 2>/dev/null; stat -c %Y "$RAW/.complete")"
 if [ -f "$RUN/submission.csv" ] && [ "$(cat "$WORK/run-request.txt" 2>/dev/null)" = "$REQUEST" ]; then
   RUN_NOTE="the run kept from $(cat "$WORK/run-when.txt"), trained in $(cat "$WORK/run-seconds.txt") s"
@@ -160,7 +170,6 @@ $AB sources --raw "$RAW" --graphs "$GRAPHS" --out "$WORK/sources" \
 cat "$WORK/sources.txt"
 
 # ------------------------------------------------------------------------------ the cells
-RECORDS=$WORK/records.jsonl
 : > "$RECORDS"
 : > "$WORK/skipped.txt"
 # cell B D: every graph measured at budget B in draw D, ranked by (a)-(d); see
@@ -222,6 +231,8 @@ for B in $BUDGETS; do
   done
 done
 
+fi
+
 # ------------------------------------------------------------------------ the timing pass
 # The adaptations again, alone on the machine's timing lock (one wait for the whole pass):
 # every graph, budget and draw, one LibTorch thread; their seconds are the ones quoted.
@@ -248,6 +259,14 @@ echo "$TIMING_NOTE"
 # ---------------------------------------------------------------------------- the report
 SECONDS_ALL=$(since "$T_START")
 echo "bench total: $SECONDS_ALL s"
+if [ "$TIMING_ONLY" = 1 ]; then
+  $PY - "$WORK/meta.json" "$TIMING_NOTE" <<'PY'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+meta["timing_note"] = sys.argv[2] + " (rerun alone with --timing-only, after the quality runs of " + meta["when"] + ")"
+json.dump(meta, open(sys.argv[1], "w"), indent=1)
+PY
+else
 PYTHONPATH="$HERE" $PY - "$WORK/meta.json" <<PY
 import json, sys
 skipped = [l.strip() for l in open("$WORK/skipped.txt") if l.strip()]
@@ -265,6 +284,7 @@ json.dump(dict(when="$(stamp)", machine=__import__("results_md").machine(), load
                                 "configs (the slot's graphs, each collection its own model) with "
                                 "\`${SCRATCH_SETTINGS[*]}\` (40 steps whatever the budget)"), open(sys.argv[1], "w"), indent=1)
 PY
+fi
 if [ "$WRITE" = 1 ]; then
   PYTHONPATH="$HERE" $AB report --records "$RECORDS" --meta "$WORK/meta.json" --timing "$WORK/timing.txt" --results "$RESULTS"
   echo "wrote $RESULTS"
