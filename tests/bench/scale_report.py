@@ -51,9 +51,9 @@ def plan_counts(gen):
 
 
 def parse_training(log, collection):
-    """Per fold: train graphs, oof graphs, training seconds, configs/s, evaluation seconds;
-    and the valid graphs."""
-    folds, valid = {}, 0
+    """Per fold: train graphs, oof graphs, steps an epoch, training seconds, configs/s,
+    evaluation seconds; the valid graphs; the run's graphs_per_step and eval_every."""
+    folds, valid, settings = {}, 0, {}
     loaded_oof = {}
     for line in open(log):
         m = re.search(TS + r".*\] loaded (\d+) graphs of \S+ \(\S+ (train|oof) fold (\d+)\)", line)
@@ -63,19 +63,34 @@ def parse_training(log, collection):
             if m.group(3) == "oof":
                 loaded_oof[int(m.group(4))] = seconds_of(m.group(1))
             continue
+        m = re.search(r"\] " + re.escape(collection) + r" fold (\d+): model .*?, (\d+) steps an epoch over (\d+) train", line)
+        if m:
+            folds.setdefault(int(m.group(1)), {})["steps"] = int(m.group(2))
+            continue
+        m = re.search(r"\]   (?:collections\." + re.escape(collection) + r"\.)?train\.(graphs_per_step|eval_every) = (\d+)", line)
+        if m:
+            settings[m.group(1)] = int(m.group(2))  # a collection's own value comes after the top-level one
+            continue
         m = re.search(r"\] loaded (\d+) graphs of \S+ \(\S+ valid\)", line)
         if m:
             valid = int(m.group(1))
             continue
+        # The epoch line ends "N configs/s (R ranks), train 2.9s, eval 1.5s" (the trainer's own
+        # split), or, before the split was logged, "..., 2.9s" (training only; evaluation is
+        # then the time from the held-out fold's loading to the line, less the training).
         m = re.search(TS + r".*\] " + re.escape(collection) +
-                      r" fold (\d+) epoch 1/1: .*?, ([\d.]+) configs/s \(\d+ ranks?[^)]*\), (\S+)\s*$", line)
+                      r" fold (\d+) epoch 1/1: .*?, ([\d.]+) configs/s \(\d+ ranks?[^)]*\), "
+                      r"(?:train (\S+), eval (\S+)|(\S+))\s*$", line)
         if m:
             f = folds.setdefault(int(m.group(2)), {})
             f["configs_per_s"] = float(m.group(3))
-            f["train_s"] = duration(m.group(4))
+            if m.group(4):
+                f["train_s"], f["eval_s"] = duration(m.group(4)), duration(m.group(5))
+                continue
+            f["train_s"] = duration(m.group(6))
             f["eval_s"] = max(0.0, seconds_of(m.group(1)) - loaded_oof.get(int(m.group(2)), seconds_of(m.group(1)))
                               - f["train_s"])
-    return folds, valid
+    return folds, valid, settings
 
 
 def shown(cmd):
@@ -171,9 +186,8 @@ def main():
               "hidden 64, 3 layers; tile slate 32, layout slate 16, 8 graphs per step) and `train.epochs=1 "
               "--train-only`, per collection, on the tenth preprocessed with `preprocess.folds=2`: the two "
               "ranks are two fold groups of one rank each, training folds 0 and 1 at once, as a 2-core "
-              "machine trains a 5-fold run. Training seconds and configs/s are the epoch lines'; evaluation "
-              "(the held-out fold and valid, after the epoch) is the time from the fold's data being loaded "
-              "to its epoch line less the training seconds.", "",
+              "machine trains a 5-fold run. Training seconds, evaluation seconds (scoring the held-out fold and "
+              "valid after the epoch) and configs/s are the epoch lines' (`train Xs, eval Ys`).", "",
               "| collection | fold | train graphs | train s | configs/s | oof + valid graphs | eval s | "
               "peak RSS per rank (MiB) | run wall s | load 1 min |", "|---|---|---|---|---|---|---|---|---|---|"]
         per_coll = {}
@@ -182,19 +196,21 @@ def main():
             if not r:
                 L.append(f"| {c} | not measured | | | | | | | | |")
                 continue
-            folds, valid = parse_training(r["log"], c)
+            folds, valid, settings = parse_training(r["log"], c)
             for f in sorted(folds):
                 d = folds[f]
                 L.append(f"| {c} | {f} | {d.get('train', '?')} | {d.get('train_s', float('nan')):.0f} | "
                          f"{d.get('configs_per_s', float('nan')):.0f} | {d.get('oof', 0)} + {valid} | "
                          f"{d.get('eval_s', float('nan')):.0f} | {' / '.join(f'{m:.0f}' for m in r['rss_mb'])} | "
                          f"{r['seconds']:.0f} | {r['load_start']:.2f} → {r['load_end']:.2f} |")
-            ok = [d for d in folds.values() if "train_s" in d and "train" in d]
+            ok = [d for d in folds.values() if "train_s" in d and "train" in d and "steps" in d]
             if ok:
-                tr = sum(d["train"] for d in ok)
                 ev = sum(d.get("oof", 0) + valid for d in ok)
-                per_coll[c] = dict(a=sum(d["train_s"] for d in ok) / tr, b=sum(d["eval_s"] for d in ok) / max(ev, 1),
-                                   rss=max(r["rss_mb"]), cps=sum(d["configs_per_s"] for d in ok) / len(ok))
+                per_coll[c] = dict(step_s=sum(d["train_s"] for d in ok) / sum(d["steps"] for d in ok),
+                                   steps=max(d["steps"] for d in ok), lone=any(d["train"] == 1 for d in ok),
+                                   b=sum(d["eval_s"] for d in ok) / max(ev, 1), rss=max(r["rss_mb"]),
+                                   cps=sum(d["configs_per_s"] for d in ok) / len(ok),
+                                   gps=settings.get("graphs_per_step", 8), eval_every=settings.get("eval_every", 1))
         L.append("")
         if per_coll:
             logs = [r["log"] for r in trained.values() if r]
@@ -203,25 +219,53 @@ def main():
     print("\n".join(L))
 
 
+def release_steps(m, R):
+    """Steps an epoch of a release fold: the trainer's plan (TrainSettings::steps_per_epoch_by_cost)
+    is the larger of one pass over the fold's train graphs and a floor; the floor and its caps
+    do not depend on the number of graphs (min_steps_per_epoch; the config-passes cap binds only
+    on folds of few configs; the node-config cap on the cost of a step, whose size distribution
+    the tenth keeps) unless a fold has one train graph. So a release fold plans the tenth's
+    steps, or its own pass when that is longer."""
+    return max(m["steps"], math.ceil(0.8 * R / m["gps"]))
+
+
+def evaluated_epochs(every):
+    return sum(1 for e in range(1, EPOCHS + 1) if e % every == 0 or e == EPOCHS)
+
+
 def full_run_estimate(per_coll, plan, pre_release, byte_ratio, logs):
     L = ["### A full configs/tpugraphs.yaml run, estimated", "",
-         f"From the measured per-graph costs: a = training seconds per train graph and epoch, b = "
-         f"evaluation seconds per evaluated graph (one rank, one fold model). For the release's graphs "
-         f"(R train, V valid, T test per collection) with {FOLDS} folds and {EPOCHS} epochs, one fold "
-         f"model costs {EPOCHS} x (a x 4/5 R + b x (R/5 + V)) to train, plus b x (V + T) to predict "
-         f"valid and test. A machine with G fold groups runs ceil({FOLDS}/G) rounds of them per "
+         f"From the measured costs: s = seconds per training step, b = evaluation seconds per "
+         f"evaluated graph (one rank, one fold model). For the release's graphs (R train, V valid, T "
+         f"test per collection) with {FOLDS} folds and {EPOCHS} epochs, a fold model trains {EPOCHS} "
+         f"epochs of P steps, P the trainer's plan for a release fold (the larger of the tenth's "
+         f"steps and one pass over 4/5 R graphs at graphs_per_step: the plan's floor does not grow "
+         f"with the graphs), and scores its R/5 + V held-out and valid graphs after each of E "
+         f"epochs (train.eval_every; the last always), then predicts valid and test once: "
+         f"{EPOCHS} x P x s + E x b x (R/5 + V) + b x (V + T). Evaluation share = E x b x (R/5 + V) "
+         f"over that sum. A machine with G fold groups runs ceil({FOLDS}/G) rounds of them per "
          f"collection, collections one after another; a group of g > 1 ranks trains at g x "
          f"{GROUP_EFFICIENCY} (the training bench's 2-rank efficiency). The sample keeps the size "
-         "distribution, so per-graph costs carry over; they were measured with one rank per core, as "
-         "every layout below runs.", "",
-         "| collection | a (s/graph) | b (s/graph) | configs/s | one fold model, release | peak RSS per rank, tenth (MiB) |",
-         "|---|---|---|---|---|---|"]
-    fold_model = {}
+         "distribution, so per-step and per-graph costs carry over; they were measured with one rank "
+         "per core, as every layout below runs.", "",
+         "| collection | s (s/step) | P: steps an epoch, tenth → release | b (s/graph) | E | configs/s | "
+         "training | evaluation | one fold model, release | evaluation share | peak RSS per rank, tenth (MiB) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    fold_model, lone = {}, []
     for c, m in per_coll.items():
         R, V, T = (plan.get((c, s), [0])[0] for s in ("train", "valid", "test"))
-        t = EPOCHS * (m["a"] * 0.8 * R + m["b"] * (0.2 * R + V)) + m["b"] * (V + T)
+        P, E = release_steps(m, R), evaluated_epochs(m["eval_every"])
+        train, evaluation = EPOCHS * P * m["step_s"], E * m["b"] * (0.2 * R + V)
+        t = train + evaluation + m["b"] * (V + T)
         fold_model[c] = t
-        L.append(f"| {c} | {m['a']:.3f} | {m['b']:.3f} | {m['cps']:.0f} | {fmt_s(t)} | {m['rss']:.0f} |")
+        if m["lone"]:
+            lone.append(c)
+        L.append(f"| {c} | {m['step_s']:.3f} | {m['steps']} → {P} | {m['b']:.3f} | {E} | {m['cps']:.0f} | "
+                 f"{fmt_s(train)} | {fmt_s(evaluation)} | {fmt_s(t)} | {100 * evaluation / t:.0f}% | {m['rss']:.0f} |")
+    if lone:
+        L += ["", f"A fold of the tenth had a single train graph ({', '.join(lone)}): its plan follows "
+              "that graph's configs (train.single_graph_min_config_passes_per_epoch), so its steps "
+              "do not carry over to the release's folds of many graphs; the estimate above uses them."]
     held = [float(x) for log in logs for x in re.findall(r"\): ([\d.]+) MB in memory", open(log).read())]
     L += ["", f"Memory per rank: the data a rank holds (the trainer's 'loaded ... MB in memory' lines: at "
           f"most {max(held, default=0):.1f} MB per graph set here) grows with the number of graphs, "
