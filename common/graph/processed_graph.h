@@ -3,6 +3,8 @@
 // stay empty.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,8 +55,26 @@ struct ProcessedGraph {
   int64_t edges_before = 0;
 };
 
-// Base-7 packing of one node's 18 layout values (-1..5) and its exact inverse.
-uint64_t pack_layout_values(const int8_t* values18);
+namespace detail {
+
+// 7^j: the digits' products are independent, where Horner's rule chains 18 multiplies.
+constexpr std::array<uint64_t, 18> kPow7 = [] {
+  std::array<uint64_t, 18> p{};
+  p[0] = 1;
+  for (size_t j = 1; j < p.size(); ++j) p[j] = p[j - 1] * 7;
+  return p;
+}();
+
+}  // namespace detail
+
+// Base-7 packing of one node's 18 layout values (-1..5) and its exact inverse. Packing is
+// inline: preprocessing calls it once per node of every kept config (a call across
+// translation units per 18 multiply-adds cost more than the arithmetic).
+inline uint64_t pack_layout_values(const int8_t* values18) {
+  uint64_t packed = 0;
+  for (size_t j = 0; j < 18; ++j) packed += static_cast<uint64_t>(values18[j] + 1) * detail::kPow7[j];
+  return packed;
+}
 void unpack_layout_values(uint64_t packed, int8_t* values18);
 
 }  // namespace tpuperf
