@@ -63,6 +63,16 @@ void for_each_in_chunk(DType t, const uint8_t* p, size_t n, size_t first, Fn&& f
   }
 }
 
+// Throws unless the member's dtype is one of accepted and its shape passes check.
+void check_header(const NpyHeader& h, std::initializer_list<DType> accepted, const ShapeCheck& check) {
+  bool ok = false;
+  for (DType t : accepted) ok = ok || t == h.dtype;
+  if (!ok)
+    throw Error("dtype " + dtype_descr(h.dtype) + " is not accepted here (expected " +
+                dtype_list(accepted) + ")");
+  check(h.shape);
+}
+
 // Reads a member into a vector of Out, converting chunk by chunk as the reader hands them
 // out. convert(dtype, data, count, first, out) converts and checks count values of the
 // file's dtype into out[first...].
@@ -74,12 +84,7 @@ std::vector<Out> read_converted_with(NpzReader& r, const std::string& key,
   DType dtype = DType::U1;
   size_t done = 0;
   auto on_header = [&](const NpyHeader& h) {
-    bool ok = false;
-    for (DType t : accepted) ok = ok || t == h.dtype;
-    if (!ok)
-      throw Error("dtype " + dtype_descr(h.dtype) + " is not accepted here (expected " +
-                  dtype_list(accepted) + ")");
-    check(h.shape);
+    check_header(h, accepted, check);
     if (shape_out) *shape_out = h.shape;
     dtype = h.dtype;
     out.resize(static_cast<size_t>(h.count()));
@@ -99,12 +104,10 @@ std::vector<Out> read_converted(NpzReader& r, const std::string& key,
                                 std::initializer_list<DType> accepted, const ShapeCheck& check,
                                 Store store, std::vector<int64_t>* shape_out = nullptr) {
   auto convert = [&](DType dtype, const uint8_t* p, size_t count, size_t first, Out* dst) {
-    if constexpr (!std::is_same_v<Out, int8_t>) {  // int8 is no file dtype
-      if (dtype == dtype_of<Out>()) {
-        std::memcpy(dst + first, p, count * sizeof(Out));  // same type: the common case costs one copy
-        for (size_t i = first; i < first + count; ++i) store(dst, i, dst[i]);
-        return;
-      }
+    if (dtype == dtype_of<Out>()) {
+      std::memcpy(dst + first, p, count * sizeof(Out));  // same type: the common case costs one copy
+      for (size_t i = first; i < first + count; ++i) store(dst, i, dst[i]);
+      return;
     }
     for_each_in_chunk(dtype, p, count, first, [&](size_t i, auto v) { store(dst, i, v); });
   };
@@ -145,20 +148,23 @@ std::string config_position(size_t i, int64_t nc) {
 
 bool is_layout_value(double v) { return v >= -1 && v <= 5 && v == static_cast<int>(v); }  // NaN: false
 
-// count layout values (float or double, memcpy-loaded: p need not be aligned) to int8;
-// returns the index of the first one that is not an integer in -1..5, or count.
+// count layout values (float or double, memcpy-loaded: p need not be aligned) appended to
+// out as int8; returns the index of the first one that is not an integer in -1..5, or count.
+// Appended block by block from a block on the stack into out's reserved room: resizing out
+// first would zero the whole array (a pass over up to a gigabyte) only to overwrite it.
 // node_config_feat is most of a layout file's bytes, so this is written to vectorize: no
 // branches, and the rounding is an add of 1.5 * 2^mantissa bits (the integer then sits in
 // the low bits), defined for every input where a float-to-int cast of NaN or 1e30 is not.
 // A value is good when that integer is in -1..5 and converts back to the value exactly.
 template <typename T>
-size_t to_layout_values(const uint8_t* p, size_t count, int8_t* out) {
+size_t to_layout_values(const uint8_t* p, size_t count, std::vector<int8_t>& out) {
   using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   constexpr T kRound = sizeof(T) == 4 ? T(12582912.0) : T(6755399441055744.0);
   Bits round_bits;
   std::memcpy(&round_bits, &kRound, sizeof(T));
   constexpr size_t kBlock = 2048;
   T v[kBlock];
+  int8_t q8[kBlock];
   for (size_t at = 0; at < count; at += kBlock) {
     const size_t n = std::min(kBlock, count - at);
     std::memcpy(v, p + at * sizeof(T), n * sizeof(T));
@@ -168,12 +174,13 @@ size_t to_layout_values(const uint8_t* p, size_t count, int8_t* out) {
       Bits q;
       std::memcpy(&q, &y, sizeof(T));
       q -= round_bits;
-      out[at + i] = static_cast<int8_t>(q);
+      q8[i] = static_cast<int8_t>(q);
       bad |= (q < -1) | (q > 5) | (static_cast<T>(q) != v[i]);
     }
     if (bad)
       for (size_t i = 0; i < n; ++i)
         if (!is_layout_value(v[i])) return at + i;
+    out.insert(out.end(), q8, q8 + n);
   }
   return count;
 }
@@ -182,17 +189,24 @@ std::vector<int8_t> read_layout_configs(NpzReader& r, int64_t c, int64_t nc) {
   auto check = expect_shape({c, nc, kLayoutConfigDim},
                             fmt::format("({}, {}, {}) (configs, config nodes, {})", c, nc,
                                         kLayoutConfigDim, kLayoutConfigDim));
-  auto convert = [nc](DType dtype, const uint8_t* p, size_t count, size_t first, int8_t* dst) {
-    const bool f4 = dtype == DType::F4;
-    size_t bad = f4 ? to_layout_values<float>(p, count, dst + first)
-                    : to_layout_values<double>(p, count, dst + first);
+  std::vector<int8_t> out;
+  bool f4 = true;
+  auto on_header = [&](const NpyHeader& h) {
+    check_header(h, {DType::F4, DType::F8}, check);
+    f4 = h.dtype == DType::F4;
+    out.reserve(static_cast<size_t>(h.count()));
+  };
+  auto on_chunk = [&](const uint8_t* p, size_t n) {
+    const size_t first = out.size(), count = n / (f4 ? 4 : 8);
+    size_t bad = f4 ? to_layout_values<float>(p, count, out) : to_layout_values<double>(p, count, out);
     if (bad == count) return;
     // Printed in the file's type: 2.1f shows as 2.1, not as the double nearest to it.
     std::string v = f4 ? fmt::format("{}", load_value<float>(p + bad * 4))
                        : fmt::format("{}", load_value<double>(p + bad * 8));
     throw Error(fmt::format("value {} at {} is not an integer in -1..5", v, config_position(first + bad, nc)));
   };
-  return read_converted_with<int8_t>(r, "node_config_feat", {DType::F4, DType::F8}, check, convert);
+  r.read_chunks("node_config_feat", on_header, on_chunk);
+  return out;
 }
 
 void load_base(NpzReader& r, GraphBase& g) {
@@ -295,7 +309,11 @@ void validate(const TileGraph& g) {
   check_runtimes(g.config_runtime_normalizers, "config_runtime_normalizers", 1);
 }
 
-void validate(const LayoutGraph& g) {
+namespace {
+
+// validate(LayoutGraph) but for the values of node_config_feat, which loading checks as it
+// converts them (read_layout_configs): a second pass over them would find nothing.
+void validate_layout_structure(const LayoutGraph& g) {
   validate_base(g);
   int64_t nc = g.num_config_nodes(), c = g.num_configs();
   std::vector<int64_t> first_seen(static_cast<size_t>(g.num_nodes), -1);
@@ -311,12 +329,6 @@ void validate(const LayoutGraph& g) {
   }
   check_has_configs(c);
   check_size("node_config_feat", g.node_config_feat.size(), c, nc * kLayoutConfigDim);
-  const size_t bad = first_failing(g.node_config_feat.data(), g.node_config_feat.size(),
-                                   [](int8_t v) { return v >= -1 && v <= 5; });
-  if (bad < g.node_config_feat.size())
-    throw Error(fmt::format("value {} at {} is not an integer in -1..5", int{g.node_config_feat[bad]},
-                            config_position(bad, nc)),
-                "", "node_config_feat");
   check_runtimes(g.config_runtime, "config_runtime", 0);
   int64_t prev = 0;
   for (size_t i = 0; i < g.node_splits.size(); ++i) {
@@ -327,6 +339,18 @@ void validate(const LayoutGraph& g) {
                   "", "node_splits");
     prev = s;
   }
+}
+
+}  // namespace
+
+void validate(const LayoutGraph& g) {
+  validate_layout_structure(g);
+  const size_t bad = first_failing(g.node_config_feat.data(), g.node_config_feat.size(),
+                                   [](int8_t v) { return v >= -1 && v <= 5; });
+  if (bad < g.node_config_feat.size())
+    throw Error(fmt::format("value {} at {} is not an integer in -1..5", int{g.node_config_feat[bad]},
+                            config_position(bad, g.num_config_nodes())),
+                "", "node_config_feat");
 }
 
 TileGraph load_tile_graph(const std::string& path, NpzBuffer* buffer) {
@@ -357,7 +381,7 @@ LayoutGraph load_layout_graph(const std::string& path, NpzBuffer* buffer) {
       if (s.size() == 1) return;  // (k,): tolerated, the release writes (1, k)
       expect_shape({1, -1}, "(1, k)")(s);
     });
-    validate(g);
+    validate_layout_structure(g);
     return g;
   });
 }

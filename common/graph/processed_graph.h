@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,37 @@ struct ProcessedGraph {
   int64_t edges_before = 0;
 };
 
-// Base-7 packing of one node's 18 layout values (-1..5) and its exact inverse.
-uint64_t pack_layout_values(const int8_t* values18);
+namespace detail {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pack_layout_values reads bytes as words");
+
+// 8 layout values (-1..5, one per byte of w, the first in the lowest byte) as the base-7
+// number sum (v_j + 1) * 7^j, j = 0..7, in three multiplies: each step joins neighbouring
+// digits into lanes twice as wide (base 7 -> 49 -> 2401 -> 7^8), and no lane overflows
+// (48 < 2^8, 2400 < 2^16, 7^8 - 1 < 2^32).
+inline uint64_t pack_8_layout_values(uint64_t w) {
+  constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7full, kOnes = 0x0101010101010101ull;
+  const uint64_t d = ((w & kLow7) + kOnes) ^ (w & ~kLow7);  // v + 1 per byte, no carries
+  const uint64_t d49 = (d & 0x00ff00ff00ff00ffull) + ((d >> 8) & 0x00ff00ff00ff00ffull) * 7;
+  const uint64_t d2401 = (d49 & 0x0000ffff0000ffffull) + ((d49 >> 16) & 0x0000ffff0000ffffull) * 49;
+  return (d2401 & 0xffffffffull) + (d2401 >> 32) * 2401;
+}
+
+}  // namespace detail
+
+// Base-7 packing of one node's 18 layout values (-1..5) and its exact inverse: value v at
+// position j contributes (v + 1) * 7^j. Packing is inline and works on words:
+// preprocessing packs every node of every kept config, and a call across translation
+// units per 18 digit-by-digit multiply-adds cost more than the packing itself.
+inline uint64_t pack_layout_values(const int8_t* values18) {
+  constexpr uint64_t kPow7_8 = 5764801;  // 7^8
+  uint64_t lo, mid;
+  std::memcpy(&lo, values18, 8);
+  std::memcpy(&mid, values18 + 8, 8);
+  const uint64_t top = static_cast<uint64_t>(values18[16] + 1) + static_cast<uint64_t>(values18[17] + 1) * 7;
+  return detail::pack_8_layout_values(lo) +
+         (detail::pack_8_layout_values(mid) + top * kPow7_8) * kPow7_8;
+}
 void unpack_layout_values(uint64_t packed, int8_t* values18);
 
 }  // namespace tpuperf
