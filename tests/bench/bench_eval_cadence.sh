@@ -66,17 +66,17 @@ json.dump(t, open(p, "w"), indent=1)
 PY
 done
 
-PYTHONPATH="$HERE" $PY - "$WORK" "$RESULTS" <<'PY'
+PYTHONPATH="$HERE" $PY - "$WORK" "$RESULTS" "$GEN" <<'PY'
 import glob, json, os, sys
 from results_md import machine, replace_section
-work, results = sys.argv[1:]
+work, results, gen = sys.argv[1:]
 tables = {}
 for p in sorted(glob.glob(os.path.join(work, "*.json"))):
     tables.update(json.load(open(p)))
 L = ["## Evaluation cadence", "", "Written by `tests/bench/bench_eval_cadence.sh`: what scoring the held-out and valid graphs "
      "every k-th epoch (`train.eval_every` = k, and always the last) would keep, read from one run "
      "per collection scored after every epoch (training does not depend on scoring). Data: the bench "
-     "tree (`tpuperf-synth --scale bench --seed 0`) preprocessed with the defaults (5 folds); "
+     f"tree (`tpuperf-synth --scale bench --seed 0`, {gen}) preprocessed with the defaults (5 folds); "
      "`mpirun -np 2 tpuperf-train` with the schema's defaults (configs/tpugraphs.yaml's model and "
      "training keys), 10 epochs. cv: the mean over folds of the kept epoch's out-of-fold score "
      "(what the trainer keeps by; a maximum over fewer epochs is less optimistic, so its drop "
