@@ -18,8 +18,7 @@ struct AddGathered : torch::autograd::Function<AddGathered> {
                 "add_gathered: node ", node.sizes(), ", table ", table.sizes(), " and index ",
                 index.sizes(), " do not fit");
     const int64_t* ip = index.data_ptr<int64_t>();
-    for (int64_t u = 0; u < N; ++u)
-      TORCH_CHECK(ip[u] >= 0 && ip[u] < T, "add_gathered: index ", ip[u], " outside [0, ", T, ")");
+    check_indices(ip, N, T, "add_gathered");
     auto out = torch::empty({S, N, H}, node.options());
     AT_DISPATCH_FLOATING_TYPES(node.scalar_type(), "add_gathered", [&] {
       const scalar_t* np = node.data_ptr<scalar_t>();

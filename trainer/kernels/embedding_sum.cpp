@@ -18,8 +18,7 @@ struct EmbeddingSum : torch::autograd::Function<EmbeddingSum> {
     const auto weight = weight_in.contiguous();
     const int64_t V = weight.size(0), H = weight.size(1), R = values.size(0), K = values.size(1);
     const int64_t* vp = values.data_ptr<int64_t>();
-    for (int64_t i = 0; i < R * K; ++i)
-      TORCH_CHECK(vp[i] >= 0 && vp[i] < V, "embedding_sum: index ", vp[i], " outside [0, ", V, ")");
+    check_indices(vp, R * K, V, "embedding_sum");
     auto out = torch::empty({R, H}, weight.options());
     AT_DISPATCH_FLOATING_TYPES(weight.scalar_type(), "embedding_sum", [&] {
       const scalar_t* __restrict wp = weight.data_ptr<scalar_t>();

@@ -32,6 +32,12 @@ inline void check_states(const Tensor& t, int64_t dims, const char* what) {
               " must be float32 or float64, got ", t.scalar_type());
 }
 
+// Every one of the n indices lies in [0, bound): a kernel gathers rows by them unchecked.
+inline void check_indices(const int64_t* idx, int64_t n, int64_t bound, const char* what) {
+  for (int64_t i = 0; i < n; ++i)
+    TORCH_CHECK(idx[i] >= 0 && idx[i] < bound, what, ": index ", idx[i], " outside [0, ", bound, ")");
+}
+
 // Sum of v[0..H) in 8 interleaved lanes, which the compiler vectorizes.
 template <typename T>
 [[gnu::always_inline]] inline T row_sum(const T* v, int64_t H) {
