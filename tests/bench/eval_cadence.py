@@ -102,8 +102,18 @@ def main():
         return self_test()
     if not a.metrics:
         ap.error("METRICS_CSV is required")
-    with open(a.metrics) as f:
-        table = cadence_table(read_scores(f), [int(k) for k in a.cadences.split(",")])
+    try:
+        cadences = [int(k) for k in a.cadences.split(",")]
+        if not cadences or min(cadences) < 1:
+            raise ValueError(f"--cadences {a.cadences}: each k must be an integer >= 1")
+        with open(a.metrics) as f:
+            table = cadence_table(read_scores(f), cadences)
+    except KeyError as e:
+        sys.exit(f"eval_cadence.py: {a.metrics}: no column {e} (not a tpuperf-train metrics.csv)")
+    except (OSError, ValueError) as e:
+        sys.exit(f"eval_cadence.py: {a.metrics}: {e}")
+    if not table:
+        sys.exit(f"eval_cadence.py: {a.metrics}: no out-of-fold scores (was the run scored after its epochs?)")
     print_table(table)
     if a.json:
         with open(a.json, "w") as f:
