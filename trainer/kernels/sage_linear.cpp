@@ -91,9 +91,11 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     // zero-filled tensor would be one more pass over memory).
     auto means = torch::empty({S, N, 2 * H}, x.options());
     const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
-    const auto bias_row = bias.reshape({1, H});
+    const auto bias_row = bias.contiguous().reshape({1, H});
     const bool kernels = has_small_kernels(x);
-    auto out = kernels ? bias_row.expand({S * N, H}).contiguous() : torch::Tensor();
+    // The kernels' output rows start as the bias, written per block while in cache (an
+    // expanded bias made contiguous was one more pass over fresh memory and an op).
+    auto out = kernels ? torch::empty({S * N, H}, x.options()) : torch::Tensor();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
       const scalar_t* xp = x.data_ptr<scalar_t>();
       scalar_t* mp = means.data_ptr<scalar_t>();
@@ -114,7 +116,9 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
             const auto* xf = reinterpret_cast<const float*>(xp);
             const auto* mf = reinterpret_cast<const float*>(mp);
             const float* wp = wt.data_ptr<float>();
+            const float* bp = bias_row.data_ptr<float>();
             float* op = out.data_ptr<float>();
+            for (int64_t r = b0; r < e0; ++r) std::copy(bp, bp + H, op + r * H);
             matmul_rows(xf, H, b0, e0, wp, H, H, op, H, true);
             matmul_rows(mf, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
           }
