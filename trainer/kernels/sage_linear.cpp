@@ -170,7 +170,8 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
             const float* wp = wt.data_ptr<float>();
             const float* bp = bias_row.data_ptr<float>();
             float* op = out.data_ptr<float>();
-            for (int64_t r = b0; r < e0; ++r) std::copy(bp, bp + H, op + r * H);
+            for (int64_t r = b0; r < e0; ++r)  // H is 32 or 64: whole vectors (std::copy was a libc call a row)
+              for (int64_t j = 0; j < H; j += kLanes) store_vec(op + r * H + j, load_vec(bp + j));
             matmul_rows(xf, H, b0, e0, wp, H, H, op, H, true);
             matmul_rows(mf, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
           }
