@@ -70,21 +70,21 @@ inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, u
                                   const Row32* beta, float eps, uint8_t* mask, float* out,
                                   float& mean, float& rstd) {
   constexpr float kWidth = 32.0f * kC;
-  Row32 r[kC];
-  float sum = 0.0f;
+  // Sums over the row's kC parts are added as vectors first: one horizontal reduction per
+  // row and sum, not one per part.
+  Row32 r[kC], sum{}, squares{};
   for (int c = 0; c < kC; ++c) {
     r[c] = gelu_row32(load_row32(z + 32 * c), nullptr);
     if (mask) r[c] = r[c] * row32_keep(seed, row * kC + c, threshold, scale, mask + 32 * c);
     r[c] = r[c] + load_row32(x + 32 * c);
-    sum += row32_sum(r[c]);
+    sum = sum + r[c];
   }
-  const float mu = sum / kWidth;
-  float squares = 0.0f;
+  const float mu = row32_sum(sum) / kWidth;
   for (int c = 0; c < kC; ++c) {
     r[c] = r[c] - mu;
-    squares += row32_sum(r[c] * r[c]);
+    squares = squares + r[c] * r[c];
   }
-  const float inv = 1.0f / std::sqrt(squares / kWidth + eps);
+  const float inv = 1.0f / std::sqrt(row32_sum(squares) / kWidth + eps);
   for (int c = 0; c < kC; ++c) store_row32(out + 32 * c, r[c] * inv * gamma[c] + beta[c]);
   mean = mu;
   rstd = inv;
@@ -98,8 +98,7 @@ inline void epilogue_backward_rows(const float* x, const float* z, const uint8_t
                                    const float* go, const Row32* gamma, float mu, float inv,
                                    float* gx, float* gz, Row32* acc_g, Row32* acc_b) {
   constexpr float kWidth = 32.0f * kC;
-  Row32 keep[kC], slope[kC], xhat[kC], gy[kC];
-  float m1 = 0.0f, m2 = 0.0f;
+  Row32 keep[kC], slope[kC], xhat[kC], gy[kC], sum_gy{}, sum_gyx{};  // sums: as in forward
   for (int c = 0; c < kC; ++c) {
     keep[c] = row32_of_mask(mask + 32 * c, scale);
     const Row32 a = gelu_row32(load_row32(z + 32 * c), &slope[c]);
@@ -108,11 +107,10 @@ inline void epilogue_backward_rows(const float* x, const float* z, const uint8_t
     gy[c] = g * gamma[c];
     acc_g[c] = acc_g[c] + g * xhat[c];
     acc_b[c] = acc_b[c] + g;
-    m1 += row32_sum(gy[c]);
-    m2 += row32_sum(gy[c] * xhat[c]);
+    sum_gy = sum_gy + gy[c];
+    sum_gyx = sum_gyx + gy[c] * xhat[c];
   }
-  m1 /= kWidth;
-  m2 /= kWidth;
+  const float m1 = row32_sum(sum_gy) / kWidth, m2 = row32_sum(sum_gyx) / kWidth;
   for (int c = 0; c < kC; ++c) {
     const Row32 gr = inv * (gy[c] - m1 - xhat[c] * m2);
     store_row32(gx + 32 * c, gr);
