@@ -13,6 +13,8 @@
 //                      LayerNorm in one pass (forward and backward; float rows of 32 or 64
 //                      compute the GELU in the pass, other shapes take LibTorch's first),
 //                      the mask drawn by hashing and kept as bytes for backward;
+//   fused_gelu         the erf GELU of the layers around the blocks (float: the epilogue's
+//                      vector GELU, one pass each way);
 //   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is
 //                      stored, backward regenerates it (used where tensors are small);
 //   segment_mean_max   per-graph mean and max pooling of contiguous node ranges, both halves
@@ -42,6 +44,9 @@ namespace tpuperf {
 
 // x * keep / (1 - p) with keep from dropout_keeps(seed, flat index); identity when p == 0.
 torch::Tensor counter_dropout(const torch::Tensor& x, double p, uint64_t seed);
+
+// gelu(z) = z Phi(z), the erf GELU (float: erf within 1.5e-7, as the epilogue's).
+torch::Tensor fused_gelu(const torch::Tensor& z);
 
 // LayerNorm(x + dropout(gelu(z))) over the last dimension (the erf GELU: LibTorch's, or
 // for float rows of 32 or 64 an approximation of erf within 1.5e-7; weight gamma, bias beta, the

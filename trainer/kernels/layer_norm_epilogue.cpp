@@ -70,47 +70,47 @@ inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, u
                                   const Row32* beta, float eps, uint8_t* mask, float* out,
                                   float& mean, float& rstd) {
   constexpr float kWidth = 32.0f * kC;
-  Row32 r[kC];
-  float sum = 0.0f;
+  // Sums over the row's kC parts are added as vectors first: one horizontal reduction per
+  // row and sum, not one per part.
+  Row32 r[kC], sum{}, squares{};
   for (int c = 0; c < kC; ++c) {
     r[c] = gelu_row32(load_row32(z + 32 * c), nullptr);
     if (mask) r[c] = r[c] * row32_keep(seed, row * kC + c, threshold, scale, mask + 32 * c);
     r[c] = r[c] + load_row32(x + 32 * c);
-    sum += row32_sum(r[c]);
+    sum = sum + r[c];
   }
-  const float mu = sum / kWidth;
-  float squares = 0.0f;
+  const float mu = row32_sum(sum) / kWidth;
   for (int c = 0; c < kC; ++c) {
     r[c] = r[c] - mu;
-    squares += row32_sum(r[c] * r[c]);
+    squares = squares + r[c] * r[c];
   }
-  const float inv = 1.0f / std::sqrt(squares / kWidth + eps);
+  const float inv = 1.0f / std::sqrt(row32_sum(squares) / kWidth + eps);
   for (int c = 0; c < kC; ++c) store_row32(out + 32 * c, r[c] * inv * gamma[c] + beta[c]);
   mean = mu;
   rstd = inv;
 }
 
-// mask: the row's H mask bytes (0 or 1), all ones without dropout (scale 1).
+// mask: the row's H mask bytes (0 or 1), all ones without dropout (scale 1). The row's
+// gamma and beta gradient terms are added to acc_g and acc_b (float sums of a few rows,
+// see kEpilogueBlockRows).
 template <int kC>
 inline void epilogue_backward_rows(const float* x, const float* z, const uint8_t* mask, float scale,
                                    const float* go, const Row32* gamma, float mu, float inv,
-                                   float* gx, float* gz, Row32Double* acc_g, Row32Double* acc_b) {
+                                   float* gx, float* gz, Row32* acc_g, Row32* acc_b) {
   constexpr float kWidth = 32.0f * kC;
-  Row32 keep[kC], slope[kC], xhat[kC], gy[kC];
-  float m1 = 0.0f, m2 = 0.0f;
+  Row32 keep[kC], slope[kC], xhat[kC], gy[kC], sum_gy{}, sum_gyx{};  // sums: as in forward
   for (int c = 0; c < kC; ++c) {
     keep[c] = row32_of_mask(mask + 32 * c, scale);
     const Row32 a = gelu_row32(load_row32(z + 32 * c), &slope[c]);
     xhat[c] = (load_row32(x + 32 * c) + a * keep[c] - mu) * inv;
     const Row32 g = load_row32(go + 32 * c);
     gy[c] = g * gamma[c];
-    acc_g[c].add(g * xhat[c]);
-    acc_b[c].add(g);
-    m1 += row32_sum(gy[c]);
-    m2 += row32_sum(gy[c] * xhat[c]);
+    acc_g[c] = acc_g[c] + g * xhat[c];
+    acc_b[c] = acc_b[c] + g;
+    sum_gy = sum_gy + gy[c];
+    sum_gyx = sum_gyx + gy[c] * xhat[c];
   }
-  m1 /= kWidth;
-  m2 /= kWidth;
+  const float m1 = row32_sum(sum_gy) / kWidth, m2 = row32_sum(sum_gyx) / kWidth;
   for (int c = 0; c < kC; ++c) {
     const Row32 gr = inv * (gy[c] - m1 - xhat[c] * m2);
     store_row32(gx + 32 * c, gr);
@@ -134,6 +134,13 @@ void epilogue_forward_range(int64_t b, int64_t e, const float* xp, const float* 
                               mk ? mk + row * H : nullptr, op + row * H, mp[row], rp[row]);
 }
 
+// Rows whose gamma and beta gradient terms are summed in float before the sum is added to
+// the chunk's double sums: widening every row's terms to double took about a tenth of the
+// backward (perf, 2026-11-29). A float sum of 16 terms carries a relative rounding of
+// ~16 x 2^-24 (1e-6) of their magnitude, below the 1e-5 the gradients are tested to and the
+// float rounding of the result; the long sums over up to rows / kMaxChunks rows stay double.
+constexpr int64_t kEpilogueBlockRows = 16;
+
 // Backward over rows [r0, r1), gamma's and beta's sums of those rows stored to acc (2 H
 // doubles: gamma's, then beta's).
 template <int kC>
@@ -145,9 +152,16 @@ void epilogue_backward_range(int64_t r0, int64_t r1, const float* xp, const floa
   Row32 g[kC];
   for (int c = 0; c < kC; ++c) g[c] = load_row32(gamma + 32 * c);
   Row32Double acc_g[kC], acc_b[kC];
-  for (int64_t row = r0; row < r1; ++row)
-    epilogue_backward_rows<kC>(xp + row * H, zp + row * H, mk + row * mask_stride, scale, go + row * H,
-                               g, mp[row], rp[row], gx + row * H, ga + row * H, acc_g, acc_b);
+  for (int64_t b0 = r0; b0 < r1; b0 += kEpilogueBlockRows) {
+    Row32 block_g[kC] = {}, block_b[kC] = {};
+    for (int64_t row = b0; row < std::min(r1, b0 + kEpilogueBlockRows); ++row)
+      epilogue_backward_rows<kC>(xp + row * H, zp + row * H, mk + row * mask_stride, scale, go + row * H,
+                                 g, mp[row], rp[row], gx + row * H, ga + row * H, block_g, block_b);
+    for (int c = 0; c < kC; ++c) {
+      acc_g[c].add(block_g[c]);
+      acc_b[c].add(block_b[c]);
+    }
+  }
   for (int c = 0; c < kC; ++c) {
     acc_g[c].store(acc + 32 * c);
     acc_b[c].store(acc + H + 32 * c);

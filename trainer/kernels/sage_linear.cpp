@@ -34,6 +34,51 @@ void gather_rows(const T* src, int64_t src_width, int64_t off, const int64_t* pt
   }
 }
 
+// gather_rows for float rows of kH = 32 or 64 (the vector kernels' widths), the sum kept in
+// registers: acc (kH / kLanes vectors) += the weighted rows. The means are then stored once
+// (no zero-fill of the row, no read-modify-write per neighbour).
+template <int kH>
+[[gnu::always_inline]] inline void gather_rows_vec(const float* src, int64_t src_width, int64_t off,
+                                                   const int64_t* ptr, const int64_t* idx,
+                                                   const int64_t* other_ptr, int64_t u, FloatVec* acc) {
+  constexpr int kV = kH / kLanes;
+  const int64_t b = ptr[u], e = ptr[u + 1];
+  for (int64_t k = b; k < e; ++k) {
+    const int64_t v = idx[k];
+    const float w = 1.0f / float(other_ptr ? other_ptr[v + 1] - other_ptr[v] : e - b);
+    const float* row = src + v * src_width + off;
+    const FloatVec wv = broadcast(w);
+#pragma GCC unroll 4
+    for (int q = 0; q < kV; ++q) acc[q] += wv * load_vec(row + kLanes * q);
+  }
+}
+
+// Forward, float rows of kH: row r = (s, u)'s means of producers and of consumers, [2 kH].
+template <int kH>
+void means_row_vec(const float* slab, const int64_t* pp, const int64_t* pi, const int64_t* cp,
+                   const int64_t* ci, int64_t u, float* m) {
+  constexpr int kV = kH / kLanes;
+  FloatVec prod[kV] = {}, cons[kV] = {};
+  gather_rows_vec<kH>(slab, kH, 0, pp, pi, nullptr, u, prod);
+  gather_rows_vec<kH>(slab, kH, 0, cp, ci, nullptr, u, cons);
+  for (int q = 0; q < kV; ++q) {
+    store_vec(m + kLanes * q, prod[q]);
+    store_vec(m + kH + kLanes * q, cons[q]);
+  }
+}
+
+// Backward, float rows of kH: x's gradient of node v in slot slab (rows of 3 kH: the
+// gradient of [x, means]), written to o.
+template <int kH>
+void grad_x_row_vec(const float* slab, const int64_t* pp, const int64_t* pi, const int64_t* cp,
+                    const int64_t* ci, int64_t v, float* o) {
+  constexpr int kV = kH / kLanes;
+  FloatVec acc[kV];
+  for (int q = 0; q < kV; ++q) acc[q] = load_vec(slab + v * 3 * kH + kLanes * q);
+  gather_rows_vec<kH>(slab, 3 * kH, kH, cp, ci, pp, v, acc);
+  gather_rows_vec<kH>(slab, 3 * kH, 2 * kH, pp, pi, cp, v, acc);
+  for (int q = 0; q < kV; ++q) store_vec(o + kLanes * q, acc[q]);
+}
 
 // The SAGE layer's parameter gradients: g^T [x | means] (H x 3H, the weight's) and the
 // column sums of g (the bias's), from g (rows x H), x (rows x H) and means (rows x 2H).
@@ -91,9 +136,11 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     // zero-filled tensor would be one more pass over memory).
     auto means = torch::empty({S, N, 2 * H}, x.options());
     const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
-    const auto bias_row = bias.reshape({1, H});
+    const auto bias_row = bias.contiguous().reshape({1, H});
     const bool kernels = has_small_kernels(x);
-    auto out = kernels ? bias_row.expand({S * N, H}).contiguous() : torch::Tensor();
+    // The kernels' output rows start as the bias, written per block while in cache (an
+    // expanded bias made contiguous was one more pass over fresh memory and an op).
+    auto out = kernels ? torch::empty({S * N, H}, x.options()) : torch::Tensor();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
       const scalar_t* xp = x.data_ptr<scalar_t>();
       scalar_t* mp = means.data_ptr<scalar_t>();
@@ -106,6 +153,13 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
           for (int64_t r = b0; r < e0; ++r) {
             const int64_t s = r / N, u = r % N;
             const scalar_t* slab = xp + s * N * H;
+            if (kernels) {
+              const auto* sf = reinterpret_cast<const float*>(slab);
+              auto* mf = reinterpret_cast<float*>(mp + r * 2 * H);
+              if (H == 64) means_row_vec<64>(sf, pp, pi, cp, ci, u, mf);
+              else means_row_vec<32>(sf, pp, pi, cp, ci, u, mf);
+              continue;
+            }
             std::fill(mp + r * 2 * H, mp + (r + 1) * 2 * H, scalar_t(0));
             gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
             gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
@@ -114,7 +168,10 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
             const auto* xf = reinterpret_cast<const float*>(xp);
             const auto* mf = reinterpret_cast<const float*>(mp);
             const float* wp = wt.data_ptr<float>();
+            const float* bp = bias_row.data_ptr<float>();
             float* op = out.data_ptr<float>();
+            for (int64_t r = b0; r < e0; ++r)  // H is 32 or 64: whole vectors (std::copy was a libc call a row)
+              for (int64_t j = 0; j < H; j += kLanes) store_vec(op + r * H + j, load_vec(bp + j));
             matmul_rows(xf, H, b0, e0, wp, H, H, op, H, true);
             matmul_rows(mf, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
           }
@@ -158,6 +215,13 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
           const int64_t s = r / N, v = r % N;
           const scalar_t* slab = ip + s * N * 3 * H;
           scalar_t* o = xp + r * H;
+          if (kernels) {
+            const auto* sf = reinterpret_cast<const float*>(slab);
+            auto* of = reinterpret_cast<float*>(o);
+            if (H == 64) grad_x_row_vec<64>(sf, pp, pi, cp, ci, v, of);
+            else grad_x_row_vec<32>(sf, pp, pi, cp, ci, v, of);
+            continue;
+          }
           for (int64_t j = 0; j < H; ++j) o[j] = ip[r * 3 * H + j];
           // v's row reached each consumer u of v through u's producer mean (weight
           // 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).

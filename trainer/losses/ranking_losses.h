@@ -17,8 +17,12 @@ torch::Tensor ordered_pairs(const torch::Tensor& target, const torch::Tensor& ma
 
 // Per graph: mean over ordered pairs (i faster than j) of max(0, margin - (score_j -
 // score_i)); then the mean over the graphs that have such a pair (0 when none does).
+// One autograd function with its gradient computed in one pass (CPU, floating scores and
+// target); tested equal to the reference, its definition in LibTorch ops.
 torch::Tensor pairwise_hinge_loss(const torch::Tensor& scores, const torch::Tensor& target,
                                   const torch::Tensor& mask, double margin);
+torch::Tensor pairwise_hinge_loss_reference(const torch::Tensor& scores, const torch::Tensor& target,
+                                            const torch::Tensor& mask, double margin);
 
 // Plackett-Luce negative log-likelihood of the true order (fastest first; equal targets
 // keep slot order) with utilities -score: per graph

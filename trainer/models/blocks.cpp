@@ -64,6 +64,8 @@ torch::Tensor apply_dropout(const torch::Tensor& x, const DropoutDraw& d, bool f
   return x * dropout_multipliers(x.sizes(), d.p, d.seed, x.scalar_type());
 }
 
+torch::Tensor apply_gelu(const torch::Tensor& x, bool fused) { return fused ? fused_gelu(x) : F::gelu(x); }
+
 SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_, bool fused_)
     : linear(register_module("linear", torch::nn::Linear(3 * hidden, hidden))),
       norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
@@ -100,10 +102,11 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
 NodeEncoderImpl::NodeEncoderImpl(int64_t num_node_feat, const ModelOptions& opts)
     : opcode(register_module("opcode", torch::nn::Embedding(kNumOpcodes, opts.opcode_dim))),
       in(register_module("input", torch::nn::Linear(num_node_feat + opts.opcode_dim, opts.hidden))),
-      out(register_module("out", torch::nn::Linear(opts.hidden, opts.hidden))) {}
+      out(register_module("out", torch::nn::Linear(opts.hidden, opts.hidden))),
+      fused(opts.fused) {}
 
 torch::Tensor NodeEncoderImpl::forward(const torch::Tensor& node_feat, const torch::Tensor& node_opcode) {
-  return out(F::gelu(in(torch::cat({node_feat, opcode(node_opcode)}, -1))));
+  return out(apply_gelu(in(torch::cat({node_feat, opcode(node_opcode)}, -1)), fused));
 }
 
 ConfigAttentionImpl::ConfigAttentionImpl(int64_t hidden, int64_t heads_)
@@ -156,10 +159,10 @@ torch::Tensor ReadoutImpl::forward(const torch::Tensor& x, const Batch& batch) {
 }
 
 torch::Tensor ReadoutImpl::forward_pooled(const torch::Tensor& pooled, const Batch& batch) {
-  auto z = F::gelu(pool_proj(pooled));  // G x S x H
+  auto z = apply_gelu(pool_proj(pooled), fused);  // G x S x H
   if (!attention.is_empty()) z = attention(z, batch.config_mask);
   const DropoutDraw d = draw_dropout(*this, dropout);
-  return score(apply_dropout(F::gelu(hidden(z)), d, fused)).squeeze(-1);  // G x S
+  return score(apply_dropout(apply_gelu(hidden(z), fused), d, fused)).squeeze(-1);  // G x S
 }
 
 std::vector<SageBlock> make_sage_blocks(torch::nn::Module& owner, const ModelOptions& opts) {

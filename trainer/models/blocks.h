@@ -44,6 +44,9 @@ DropoutDraw draw_dropout(const torch::nn::Module& m, double p);
 // x * keep / (1 - p), keep the counter-based mask of the draw; identity when p == 0.
 torch::Tensor apply_dropout(const torch::Tensor& x, const DropoutDraw& d, bool fused);
 
+// The erf GELU: fused_gelu (trainer/kernels/) or LibTorch's.
+torch::Tensor apply_gelu(const torch::Tensor& x, bool fused);
+
 // h' = LayerNorm(h + Dropout(GELU(W [h, mean of producers, mean of consumers]))). The
 // parameters are those of the plain modules (linear: H x 3H, norm), so checkpoints do not
 // depend on the path.
@@ -71,6 +74,7 @@ struct NodeEncoderImpl : torch::nn::Module {
 
   torch::nn::Embedding opcode{nullptr};
   torch::nn::Linear in{nullptr}, out{nullptr};
+  bool fused;
 };
 TORCH_MODULE(NodeEncoder);
 

@@ -43,7 +43,7 @@ class TileEarlyJoin : public RankingModel {
     const auto base = encoder(batch.node_feat, batch.node_opcode);                       // N x H
     auto in = signed_log1p(batch.config_feat);
     if (shape) in = torch::cat({in, require_config_shape(batch, "early_join_shape")}, -1);
-    const auto cfg = config_out(F::gelu(config_in(in)));  // G x S x H
+    const auto cfg = config_out(apply_gelu(config_in(in), fused));  // G x S x H
     const auto slot = cfg.transpose(0, 1);                                               // S x G x H
     auto scores = deep(base, slot, batch);
     if (!shape) return scores;

@@ -257,6 +257,19 @@ TEST_F(FusedOps, EpilogueGeluHoldsOverTheWholeRange) {
   check(rows, 0.0);
 }
 
+// fused_gelu against LibTorch's GELU, value and gradient: float over the whole range (whole
+// blocks of 16 and a tail: 3 x 7 x 5 = 105 elements), the tails, 0 and a denormal; double
+// (LibTorch's path) on random values; a non-contiguous input.
+TEST_F(FusedOps, FusedGeluMatchesGelu) {
+  const Fn fused = [](const std::vector<torch::Tensor>& in) { return fused_gelu(in[0]); };
+  const Fn plain = [](const std::vector<torch::Tensor>& in) { return F::gelu(in[0]); };
+  expect_same(fused, plain, {torch::linspace(-20, 20, 105).view({3, 7, 5})}, 1e-5, 1e-6);
+  const auto tails = torch::tensor({0.0f, 1e-40f, 1e-3f, -1e-3f, 5.0f, -5.0f, 13.0f, -13.0f, 60.0f, -60.0f, 1e4f, -1e4f});
+  expect_same(fused, plain, {tails}, 1e-5, 1e-6);
+  expect_same(fused, plain, {3 * torch::randn({4, 33}, torch::kFloat64)}, 1e-12, 1e-12);
+  expect_same(fused, plain, {3 * torch::randn({40, 24}).t()}, 1e-5, 1e-6);
+}
+
 TEST_F(FusedOps, EpilogueGradientsMatchFiniteDifferences) {
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   for (double p : {0.0, 0.3}) {

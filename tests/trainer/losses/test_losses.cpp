@@ -47,6 +47,38 @@ TEST_F(Losses, HingeSkipsTiesPaddingAndPairlessGraphs) {
   EXPECT_EQ(none.item<double>(), 0.0);
 }
 
+// The fused hinge against its LibTorch definition, value and gradient of the scores, in
+// float and double: random scores with ties in the targets, padded slots and a graph
+// without pairs; and scores whose gaps sit on the margin (relu's gradient 0 there).
+TEST_F(Losses, HingeMatchesItsReferenceInValueAndGradient) {
+  torch::manual_seed(3);
+  const auto check = [](const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m, double margin) {
+    const auto a = s.detach().clone().set_requires_grad(true), b = s.detach().clone().set_requires_grad(true);
+    const auto la = pairwise_hinge_loss(a, t, m, margin), lb = pairwise_hinge_loss_reference(b, t, m, margin);
+    (3 * la).backward();
+    (3 * lb).backward();
+    const double tol = s.scalar_type() == torch::kFloat ? 1e-6 : 1e-12;
+    EXPECT_NEAR(la.item<double>(), lb.item<double>(), tol);
+    EXPECT_EQ(la.scalar_type(), lb.scalar_type());
+    EXPECT_TRUE(torch::allclose(a.grad(), b.grad(), tol, tol)) << (a.grad() - b.grad()).abs().max();
+  };
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    const auto scores = torch::randn({5, 12}, dtype);
+    auto target = torch::randint(0, 6, {5, 12}, torch::kFloat64);  // ties
+    auto mask = torch::rand({5, 12}) > 0.2;
+    mask[3].fill_(false);  // no real slot
+    mask[3][0] = true;
+    target[4].fill_(2.0);  // all tied: no pair
+    check(scores, target, mask, 0.5);
+    check(scores, target.to(torch::kFloat32), mask, 1.0);
+    // Scores ordered like the targets, gaps of 1 and 2: at margin 1 every pair sits on or
+    // beyond it (loss and gradient 0), at 1.5 the neighbours count.
+    for (double margin : {1.0, 1.5})
+      check(t2({0, 1, 2, 2, 1, 0}, 2, 3).to(dtype), t2({1, 2, 3, 3, 2, 1}, 2, 3), mask2({1, 1, 1, 1, 1, 1}, 2, 3),
+            margin);
+  }
+}
+
 TEST_F(Losses, CountsTheGraphsEachLossAveragesOver) {
   // Graph 0: only a tied pair among real slots; graph 1: distinct targets; graph 2: one
   // real slot. Hinge averages over graph 1 alone, ListMLE over all three.
