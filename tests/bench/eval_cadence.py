@@ -146,24 +146,29 @@ def main():
         ap.error("METRICS_CSV is required")
     if a.select_by and len(a.select_by) != len(a.metrics):
         ap.error(f"--select-by takes one run per main run ({len(a.metrics)}), got {len(a.select_by)}")
-    name = a.metrics[0]
-    try:
-        cadences = [int(k) for k in a.cadences.split(",")]
-        if not cadences or min(cadences) < 1:
-            raise ValueError(f"--cadences {a.cadences}: each k must be an integer >= 1")
-        mains, selects = [], []
-        for name in a.metrics + a.select_by:
-            with open(name) as f:
-                (mains if len(mains) < len(a.metrics) else selects).append(read_scores(f))
-        for m, s, name in zip(mains, selects, a.select_by):
+    def load(path):
+        try:
+            with open(path) as f:
+                return read_scores(f)
+        except KeyError as e:
+            sys.exit(f"eval_cadence.py: {path}: no column {e} (not a tpuperf-train metrics.csv)")
+        except (OSError, ValueError) as e:
+            sys.exit(f"eval_cadence.py: {path}: {e}")
+
+    cadences = [int(k) for k in a.cadences.split(",") if k.strip().isdigit()]
+    if len(cadences) != len(a.cadences.split(",")) or min(cadences) < 1:
+        ap.error(f"--cadences {a.cadences}: each k must be an integer >= 1")
+    mains = [load(path) for path in a.metrics]
+    selects = [load(path) for path in a.select_by]
+    for m, s, path in zip(mains, selects, a.select_by):
+        try:
             check_same_training(m, s)
-        table = cadence_table(mains, cadences, selects or None)
-    except KeyError as e:
-        sys.exit(f"eval_cadence.py: {name}: no column {e} (not a tpuperf-train metrics.csv)")
-    except (OSError, ValueError) as e:
-        sys.exit(f"eval_cadence.py: {name}: {e}")
+        except ValueError as e:
+            sys.exit(f"eval_cadence.py: {path}: {e}")
+    table = cadence_table(mains, cadences, selects or None)
     if not table:
-        sys.exit(f"eval_cadence.py: {name}: no out-of-fold scores (was the run scored after its epochs?)")
+        sys.exit(f"eval_cadence.py: {', '.join(a.metrics)}: no out-of-fold scores "
+                 "(were the runs scored after their epochs?)")
     print_table(table)
     if a.json:
         with open(a.json, "w") as f:
