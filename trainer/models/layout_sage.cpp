@@ -36,7 +36,7 @@ class LayoutSage : public RankingModel {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
     auto x = add_configs_per_slot(base, batch, [&] {  // 2. S x N x H
-      return config_out(F::gelu(embed_layout_values(config_embed, batch, fused)));
+      return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused), fused));
     });
     for (auto& block : blocks) x = block->forward(x, graph);  // 3.
     return readout(x, batch);  // 4. G x S

@@ -63,7 +63,7 @@ class LayoutShapeContext : public RankingModel {
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
     auto x = add_configs_per_slot(base, batch, [&] {  // 2. S x N x H
       const auto shape = shape_in(require_config_shape(batch, kArch).flatten(0, 1));
-      return config_out(F::gelu(embed_layout_values(config_embed, batch, fused) + shape));
+      return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused) + shape, fused));
     });
     for (auto& block : blocks) x = block->forward(x, graph);  // 3.
     auto scores = readout_scores(x, batch);  // 4. G x S

@@ -27,8 +27,8 @@ class TileLateJoin : public RankingModel {
     const BatchGraph graph(batch);
     auto x = encoder(batch.node_feat, batch.node_opcode).unsqueeze(0);  // 1 x N x H
     for (auto& block : blocks) x = block->forward(x, graph);
-    const auto g = F::gelu(graph_proj(pool_mean_max(x, batch, fused).squeeze(0)));      // G x H
-    const auto cfg = config_out(F::gelu(config_in(signed_log1p(batch.config_feat))));  // G x S x H
+    const auto g = apply_gelu(graph_proj(pool_mean_max(x, batch, fused).squeeze(0)), fused);  // G x H
+    const auto cfg = config_out(apply_gelu(config_in(signed_log1p(batch.config_feat)), fused));  // G x S x H
     // The readout's input is the mean and max halves of a pooled embedding: here the
     // graph's and the config's.
     return readout->forward_pooled(torch::cat({g.unsqueeze(1).expand_as(cfg), cfg}, -1), batch);
