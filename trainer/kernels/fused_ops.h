@@ -11,8 +11,9 @@
 //   gelu_dropout_add_layer_norm
 //                      LayerNorm(x + dropout(gelu(z))): GELU, dropout, residual and
 //                      LayerNorm in one pass (forward and backward; float rows of 32 or 64
-//                      compute the GELU in the pass, other shapes take LibTorch's first),
-//                      the mask drawn by hashing and kept as bytes for backward;
+//                      compute the GELU in the pass and keep the normalized rows and
+//                      keep * gelu'(z) for backward, other shapes take LibTorch's GELU
+//                      first and keep the mask, drawn by hashing, as bytes);
 //   fused_gelu         the erf GELU of the layers around the blocks (float: the epilogue's
 //                      vector GELU, one pass each way);
 //   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is

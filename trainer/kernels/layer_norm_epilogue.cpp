@@ -60,22 +60,29 @@ inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __r
 }
 
 // The same rows for float and H = 32 kC (kC = 1 or 2: the bench and default widths) as kC
-// Row32 vectors, with the GELU inside: the forward reads z, not gelu(z), and the backward
-// recomputes gelu(z) and gelu'(z) from z and returns z's gradient. mask is null without
-// dropout. `row` counts rows of H; the dropout draws of 32-wide part c are those of
-// elements H row + 32 c .. + 31, as keeps() draws them.
-template <int kC>
+// Row32 vectors, with the GELU inside: the forward reads z, not gelu(z). When the forward
+// will be differentiated (kSave), it also stores per element what the backward needs:
+// xhat = (r - mean) / std and keep * gelu'(z) (keep = scale or 0, 1 without dropout), so
+// the backward does not compute the GELU again (recomputing it was about two thirds of
+// the backward's work, perf 2026-11-29). No dropout when threshold is 0. `row` counts rows
+// of H; the dropout draws of 32-wide part c are those of elements H row + 32 c .. + 31, as
+// keeps() draws them.
+template <int kC, bool kSave>
 inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, uint64_t seed,
                                   uint16_t threshold, float scale, const Row32* gamma,
-                                  const Row32* beta, float eps, uint8_t* mask, float* out,
-                                  float& mean, float& rstd) {
+                                  const Row32* beta, float eps, float* out, float* xhat,
+                                  float* keep_slope, float* rstd) {
   constexpr float kWidth = 32.0f * kC;
   // Sums over the row's kC parts are added as vectors first: one horizontal reduction per
   // row and sum, not one per part.
-  Row32 r[kC], sum{}, squares{};
+  Row32 r[kC], slope[kC], sum{}, squares{};
   for (int c = 0; c < kC; ++c) {
-    r[c] = gelu_row32(load_row32(z + 32 * c), nullptr);
-    if (mask) r[c] = r[c] * row32_keep(seed, row * kC + c, threshold, scale, mask + 32 * c);
+    r[c] = gelu_row32(load_row32(z + 32 * c), kSave ? &slope[c] : nullptr);
+    if (threshold > 0) {
+      const Row32 keep = row32_keep(seed, row * kC + c, threshold, scale);
+      r[c] = r[c] * keep;
+      if (kSave) slope[c] = slope[c] * keep;
+    }
     r[c] = r[c] + load_row32(x + 32 * c);
     sum = sum + r[c];
   }
@@ -85,44 +92,48 @@ inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, u
     squares = squares + r[c] * r[c];
   }
   const float inv = 1.0f / std::sqrt(row32_sum(squares) / kWidth + eps);
-  for (int c = 0; c < kC; ++c) store_row32(out + 32 * c, r[c] * inv * gamma[c] + beta[c]);
-  mean = mu;
-  rstd = inv;
+  for (int c = 0; c < kC; ++c) {
+    const Row32 normed = r[c] * inv;
+    store_row32(out + 32 * c, normed * gamma[c] + beta[c]);
+    if (kSave) {
+      store_row32(xhat + 32 * c, normed);
+      store_row32(keep_slope + 32 * c, slope[c]);
+    }
+  }
+  if (kSave) *rstd = inv;
 }
 
-// mask: the row's H mask bytes (0 or 1), all ones without dropout (scale 1). The row's
-// gamma and beta gradient terms are added to acc_g and acc_b (float sums of a few rows,
-// see kEpilogueBlockRows).
+// The backward of one row from the forward's xhat and keep * gelu'(z): the gradients of x
+// (gx) and z (gz); the row's gamma and beta gradient terms are added to acc_g and acc_b
+// (float sums of a few rows, see kEpilogueBlockRows).
 template <int kC>
-inline void epilogue_backward_rows(const float* x, const float* z, const uint8_t* mask, float scale,
-                                   const float* go, const Row32* gamma, float mu, float inv,
-                                   float* gx, float* gz, Row32* acc_g, Row32* acc_b) {
+inline void epilogue_backward_rows(const float* xhat, const float* keep_slope, const float* go,
+                                   const Row32* gamma, float inv, float* gx, float* gz, Row32* acc_g,
+                                   Row32* acc_b) {
   constexpr float kWidth = 32.0f * kC;
-  Row32 keep[kC], slope[kC], xhat[kC], gy[kC], sum_gy{}, sum_gyx{};  // sums: as in forward
+  Row32 xh[kC], gy[kC], sum_gy{}, sum_gyx{};  // sums: as in forward
   for (int c = 0; c < kC; ++c) {
-    keep[c] = row32_of_mask(mask + 32 * c, scale);
-    const Row32 a = gelu_row32(load_row32(z + 32 * c), &slope[c]);
-    xhat[c] = (load_row32(x + 32 * c) + a * keep[c] - mu) * inv;
+    xh[c] = load_row32(xhat + 32 * c);
     const Row32 g = load_row32(go + 32 * c);
     gy[c] = g * gamma[c];
-    acc_g[c] = acc_g[c] + g * xhat[c];
+    acc_g[c] = acc_g[c] + g * xh[c];
     acc_b[c] = acc_b[c] + g;
     sum_gy = sum_gy + gy[c];
-    sum_gyx = sum_gyx + gy[c] * xhat[c];
+    sum_gyx = sum_gyx + gy[c] * xh[c];
   }
   const float m1 = row32_sum(sum_gy) / kWidth, m2 = row32_sum(sum_gyx) / kWidth;
   for (int c = 0; c < kC; ++c) {
-    const Row32 gr = inv * (gy[c] - m1 - xhat[c] * m2);
+    const Row32 gr = inv * (gy[c] - m1 - xh[c] * m2);
     store_row32(gx + 32 * c, gr);
-    store_row32(gz + 32 * c, gr * keep[c] * slope[c]);
+    store_row32(gz + 32 * c, gr * load_row32(keep_slope + 32 * c));
   }
 }
 
 // Forward over rows [b, e) of width H = 32 kC (float, the vector path).
-template <int kC>
+template <int kC, bool kSave>
 void epilogue_forward_range(int64_t b, int64_t e, const float* xp, const float* zp, uint64_t seed,
                             uint16_t threshold, float scale, const float* gamma, const float* beta,
-                            float eps, uint8_t* mk, float* op, float* mp, float* rp) {
+                            float eps, float* op, float* xh, float* ks, float* rp) {
   constexpr int64_t H = 32 * kC;
   Row32 g[kC], bt[kC];
   for (int c = 0; c < kC; ++c) {
@@ -130,8 +141,9 @@ void epilogue_forward_range(int64_t b, int64_t e, const float* xp, const float* 
     bt[c] = load_row32(beta + 32 * c);
   }
   for (int64_t row = b; row < e; ++row)
-    epilogue_forward_rows<kC>(row, xp + row * H, zp + row * H, seed, threshold, scale, g, bt, eps,
-                              mk ? mk + row * H : nullptr, op + row * H, mp[row], rp[row]);
+    epilogue_forward_rows<kC, kSave>(row, xp + row * H, zp + row * H, seed, threshold, scale, g, bt, eps,
+                                     op + row * H, kSave ? xh + row * H : nullptr,
+                                     kSave ? ks + row * H : nullptr, kSave ? rp + row : nullptr);
 }
 
 // Rows whose gamma and beta gradient terms are summed in float before the sum is added to
@@ -144,10 +156,8 @@ constexpr int64_t kEpilogueBlockRows = 16;
 // Backward over rows [r0, r1), gamma's and beta's sums of those rows stored to acc (2 H
 // doubles: gamma's, then beta's).
 template <int kC>
-void epilogue_backward_range(int64_t r0, int64_t r1, const float* xp, const float* zp,
-                             const uint8_t* mk, int64_t mask_stride, float scale, const float* go,
-                             const float* gamma, const float* mp, const float* rp, float* gx,
-                             float* ga, double* acc) {
+void epilogue_backward_range(int64_t r0, int64_t r1, const float* xh, const float* ks, const float* go,
+                             const float* gamma, const float* rp, float* gx, float* gz, double* acc) {
   constexpr int64_t H = 32 * kC;
   Row32 g[kC];
   for (int c = 0; c < kC; ++c) g[c] = load_row32(gamma + 32 * c);
@@ -155,8 +165,8 @@ void epilogue_backward_range(int64_t r0, int64_t r1, const float* xp, const floa
   for (int64_t b0 = r0; b0 < r1; b0 += kEpilogueBlockRows) {
     Row32 block_g[kC] = {}, block_b[kC] = {};
     for (int64_t row = b0; row < std::min(r1, b0 + kEpilogueBlockRows); ++row)
-      epilogue_backward_rows<kC>(xp + row * H, zp + row * H, mk + row * mask_stride, scale, go + row * H,
-                                 g, mp[row], rp[row], gx + row * H, ga + row * H, block_g, block_b);
+      epilogue_backward_rows<kC>(xh + row * H, ks + row * H, go + row * H, g, rp[row], gx + row * H,
+                                 gz + row * H, block_g, block_b);
     for (int c = 0; c < kC; ++c) {
       acc_g[c].add(block_g[c]);
       acc_b[c].add(block_b[c]);
@@ -168,137 +178,204 @@ void epilogue_backward_range(int64_t r0, int64_t r1, const float* xp, const floa
   }
 }
 
+// Float rows of 32 or 64 compute the GELU in the loop (gelu16); other shapes take LibTorch's
+// vectorized GELU (a scalar erf in the loop costs more than the pass it saves).
+bool is_row32(const Tensor& x, uint64_t threshold) {
+  const int64_t H = x.size(-1);
+  return x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536;
+}
+
+// What the row32 forward keeps for backward (undefined when nothing will be): xhat,
+// keep * gelu'(z) and 1 / std per row.
+struct Row32Saved {
+  Tensor xhat, keep_slope, rstd;
+};
+
+template <bool kSave>
+void forward_row32_rows(const Tensor& z, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                        double eps, double p, uint64_t seed, Tensor& out, Row32Saved& saved) {
+  const int64_t H = x.size(-1), rows = x.numel() / H;
+  const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>();
+  const auto g = gamma.contiguous(), bt = beta.contiguous();
+  float* op = out.data_ptr<float>();
+  float* xh = kSave ? saved.xhat.data_ptr<float>() : nullptr;
+  float* ks = kSave ? saved.keep_slope.data_ptr<float>() : nullptr;
+  float* rp = kSave ? saved.rstd.data_ptr<float>() : nullptr;
+  const float scale = float(1.0 / (1.0 - p));
+  const auto t = static_cast<uint16_t>(drop_threshold(p));
+  at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
+    if (H == 32)
+      epilogue_forward_range<1, kSave>(b, e, xp, zp, seed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
+                                       float(eps), op, xh, ks, rp);
+    else
+      epilogue_forward_range<2, kSave>(b, e, xp, zp, seed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
+                                       float(eps), op, xh, ks, rp);
+  });
+}
+
+// The row32 forward; `save`: the result will be differentiated.
+Tensor forward_row32(const Tensor& z, const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                     double p, uint64_t seed, bool save, Row32Saved& saved) {
+  auto out = torch::empty_like(x);
+  if (!save) {
+    forward_row32_rows<false>(z, x, gamma, beta, eps, p, seed, out, saved);
+    return out;
+  }
+  saved = {torch::empty_like(x), torch::empty_like(x), torch::empty({x.numel() / x.size(-1)}, x.options())};
+  forward_row32_rows<true>(z, x, gamma, beta, eps, p, seed, out, saved);
+  return out;
+}
+
+// Backward of the row32 path: z's gradient, x's, and the per-chunk partial sums of gamma's
+// and beta's gradients (chunks x 2 x H doubles, added in chunk order by the caller).
+void backward_row32(const Row32Saved& saved, const Tensor& gamma, const Tensor& gout, Tensor& grad_z,
+                    Tensor& grad_x, Tensor& partial) {
+  const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
+  const float *xh = saved.xhat.data_ptr<float>(), *ks = saved.keep_slope.data_ptr<float>();
+  const float *go = gout.data_ptr<float>(), *rp = saved.rstd.data_ptr<float>();
+  const auto gm = gamma.contiguous();
+  float *gz = grad_z.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
+  double* pp = partial.data_ptr<double>();
+  at::parallel_for(0, partial.size(0), 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t r0 = c * per, r1 = std::min(rows, (c + 1) * per);
+      if (H == 32)
+        epilogue_backward_range<1>(r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
+      else
+        epilogue_backward_range<2>(r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
+    }
+  });
+}
+
+// Any other width or type: a = gelu(z) by LibTorch, then one pass per row; keeps a, the
+// mask bytes and each row's mean and 1 / std.
+Tensor forward_generic(const Tensor& z, const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                       double p, uint64_t seed, Tensor& a, Tensor& mask, Tensor& mean, Tensor& rstd) {
+  const int64_t H = x.size(-1), rows = x.numel() / H;
+  auto out = torch::empty_like(x);
+  mean = torch::empty({rows}, x.options());
+  rstd = torch::empty({rows}, x.options());
+  const uint64_t threshold = drop_threshold(p);
+  // The mask as bytes for backward: hashing costs more than storing and reading 1 byte.
+  mask = torch::empty({threshold > 0 ? rows * H : 0}, torch::kUInt8);
+  uint8_t* mk = mask.data_ptr<uint8_t>();
+  a = at::gelu(z);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm", [&] {
+    const scalar_t* ap = a.data_ptr<scalar_t>();
+    const scalar_t* xp = x.data_ptr<scalar_t>();
+    const auto g = gamma.contiguous(), bt = beta.contiguous();
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    const scalar_t* bp = bt.data_ptr<scalar_t>();
+    scalar_t* op = out.data_ptr<scalar_t>();
+    scalar_t* mp = mean.data_ptr<scalar_t>();
+    scalar_t* rp = rstd.data_ptr<scalar_t>();
+    const scalar_t scale = scalar_t(1.0 / (1.0 - p));
+    at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
+      std::vector<scalar_t> scratch(static_cast<size_t>(2 * H));
+      for (int64_t row = b; row < e; ++row) {
+        const int64_t at = row * H;
+        epilogue_forward_row(H, at, xp + at, ap + at, seed, threshold, scale, gp, bp, scalar_t(eps),
+                             scratch.data(), scratch.data() + H, threshold > 0 ? mk + at : nullptr,
+                             op + at, mp[row], rp[row]);
+      }
+    });
+  });
+  return out;
+}
+
+// Backward of the generic path: the gradient of gelu(z) (grad_a), x's, and the partial sums
+// as in backward_row32.
+void backward_generic(const Tensor& a, const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                      const Tensor& rstd, const Tensor& mask, double p, const Tensor& gout, Tensor& grad_a,
+                      Tensor& grad_x, Tensor& partial) {
+  const int64_t H = x.size(-1), rows = x.numel() / H, per = chunk_rows(rows);
+  const uint64_t threshold = drop_threshold(p);
+  // Without dropout every row reads one row of ones as its mask (and the scale is 1).
+  const std::vector<uint8_t> ones(static_cast<size_t>(H), 1);
+  const uint8_t* mk = threshold > 0 ? mask.data_ptr<uint8_t>() : ones.data();
+  const int64_t mask_stride = threshold > 0 ? H : 0;
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm_backward", [&] {
+    const scalar_t* ap = a.data_ptr<scalar_t>();
+    const scalar_t* xp = x.data_ptr<scalar_t>();
+    const auto gm = gamma.contiguous();
+    const scalar_t* gp = gm.data_ptr<scalar_t>();
+    const scalar_t* mp = mean.data_ptr<scalar_t>();
+    const scalar_t* rp = rstd.data_ptr<scalar_t>();
+    const scalar_t* go = gout.data_ptr<scalar_t>();
+    scalar_t* ga = grad_a.data_ptr<scalar_t>();
+    scalar_t* gx = grad_x.data_ptr<scalar_t>();
+    double* pp = partial.data_ptr<double>();
+    const scalar_t scale = threshold > 0 ? scalar_t(1.0 / (1.0 - p)) : scalar_t(1);
+    at::parallel_for(0, partial.size(0), 1, [&](int64_t cb, int64_t ce) {
+      std::vector<scalar_t> scratch(static_cast<size_t>(3 * H));
+      std::vector<double> acc(static_cast<size_t>(2 * H));
+      for (int64_t c = cb; c < ce; ++c) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row) {
+          const int64_t at = row * H;
+          epilogue_backward_row(H, xp + at, ap + at, mk + row * mask_stride, scale, go + at, gp, mp[row],
+                                rp[row], scratch.data(), scratch.data() + H, scratch.data() + 2 * H, gx + at,
+                                ga + at, acc.data(), acc.data() + H);
+        }
+        std::copy(acc.begin(), acc.end(), pp + c * 2 * H);
+      }
+    });
+  });
+}
 
 // ------------------------------------------------------- gelu, dropout, add, LayerNorm
 struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNorm> {
-  static Tensor forward(AutogradContext* ctx, const Tensor& z_in, const Tensor& x_in,
-                        const Tensor& gamma, const Tensor& beta, double eps, double p, int64_t seed) {
+  // save: the caller will differentiate the result (the row32 path then stores what its
+  // backward reads; in evaluation it stores nothing).
+  static Tensor forward(AutogradContext* ctx, const Tensor& z_in, const Tensor& x_in, const Tensor& gamma,
+                        const Tensor& beta, double eps, double p, int64_t seed, bool save) {
     const auto z = z_in.contiguous(), x = x_in.contiguous();
     TORCH_CHECK(z.sizes() == x.sizes(), "gelu_dropout_add_layer_norm: z ", z.sizes(), " and x ",
                 x.sizes(), " differ");
-    const int64_t H = x.size(-1), rows = x.numel() / H;
-    auto out = torch::empty_like(x);
-    auto mean = torch::empty({rows}, x.options()), rstd = torch::empty({rows}, x.options());
-    const uint64_t threshold = drop_threshold(p), useed = static_cast<uint64_t>(seed);
-    // The mask as bytes for backward: hashing costs more than storing and reading 1 byte.
-    auto mask = torch::empty({threshold > 0 ? rows * H : 0}, torch::kUInt8);
-    uint8_t* mk = mask.data_ptr<uint8_t>();
-    // Float rows of 32 or 64 compute the GELU in the loop (gelu16); other shapes take LibTorch's
-    // vectorized GELU (a scalar erf in the loop costs more than the pass it saves) and keep
-    // its output for backward.
-    const bool row32 = x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536;
-    Tensor a;
-    if (row32) {
-      const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>();
-      const auto g = gamma.contiguous(), bt = beta.contiguous();
-      float *op = out.data_ptr<float>(), *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
-      const float scale = float(1.0 / (1.0 - p));
-      const auto t = static_cast<uint16_t>(threshold);
-      uint8_t* m = threshold > 0 ? mk : nullptr;
-      at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
-        if (H == 32)
-          epilogue_forward_range<1>(b, e, xp, zp, useed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
-                                    float(eps), m, op, mp, rp);
-        else
-          epilogue_forward_range<2>(b, e, xp, zp, useed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
-                                    float(eps), m, op, mp, rp);
-      });
-    } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm", [&] {
-      a = at::gelu(z);
-      const scalar_t* ap = a.data_ptr<scalar_t>();
-      const scalar_t* xp = x.data_ptr<scalar_t>();
-      const auto g = gamma.contiguous(), bt = beta.contiguous();
-      const scalar_t* gp = g.data_ptr<scalar_t>();
-      const scalar_t* bp = bt.data_ptr<scalar_t>();
-      scalar_t* op = out.data_ptr<scalar_t>();
-      scalar_t* mp = mean.data_ptr<scalar_t>();
-      scalar_t* rp = rstd.data_ptr<scalar_t>();
-      const scalar_t scale = scalar_t(1.0 / (1.0 - p));
-      at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
-        std::vector<scalar_t> scratch(static_cast<size_t>(2 * H));
-        for (int64_t row = b; row < e; ++row) {
-          const int64_t at = row * H;
-          epilogue_forward_row(H, at, xp + at, ap + at, useed, threshold, scale, gp, bp, scalar_t(eps),
-                               scratch.data(), scratch.data() + H, threshold > 0 ? mk + at : nullptr,
-                               op + at, mp[row], rp[row]);
-        }
-      });
-    });
-    ctx->save_for_backward({z, a, x, gamma, mean, rstd, mask});
+    const auto useed = static_cast<uint64_t>(seed);
+    const bool row32 = is_row32(x, drop_threshold(p));
     ctx->saved_data["p"] = p;
     ctx->saved_data["row32"] = row32;
+    if (row32) {
+      Row32Saved saved;
+      auto out = forward_row32(z, x, gamma, beta, eps, p, useed, save, saved);
+      ctx->save_for_backward({saved.xhat, saved.keep_slope, saved.rstd, gamma});
+      return out;
+    }
+    Tensor a, mask, mean, rstd;
+    auto out = forward_generic(z, x, gamma, beta, eps, p, useed, a, mask, mean, rstd);
+    ctx->save_for_backward({z, a, x, gamma, mean, rstd, mask});
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &z = saved[0], &a = saved[1], &x = saved[2], &gamma = saved[3], &mean = saved[4],
-               &rstd = saved[5], &mask = saved[6];
     const double p = ctx->saved_data["p"].toDouble();
-    const auto gout = grads[0].contiguous();
-    const int64_t H = x.size(-1), rows = x.numel() / H, per = chunk_rows(rows);
-    const int64_t chunks = (rows + per - 1) / per;
     const bool row32 = ctx->saved_data["row32"].toBool();
-    // row32: z's gradient (the GELU's backward is in the loop); else the gradient of gelu(z).
-    auto grad_a = torch::empty_like(z), grad_x = torch::empty_like(x);
+    const auto gout = grads[0].contiguous();
+    const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
     // Per chunk partial sums of gamma's and beta's gradients, added in chunk order.
     // In double: each sums the values of up to rows / kMaxChunks rows.
-    auto partial = torch::zeros({chunks, 2, H}, x.options().dtype(torch::kDouble));
-    const uint64_t threshold = drop_threshold(p);
-    // Without dropout every row reads one row of ones as its mask (and the scale is 1).
-    const std::vector<uint8_t> ones(static_cast<size_t>(H), 1);
-    const uint8_t* mk = threshold > 0 ? mask.data_ptr<uint8_t>() : ones.data();
-    const int64_t mask_stride = threshold > 0 ? H : 0;
+    auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
+    // row32: z's gradient (the GELU's backward is in the loop); else the gradient of gelu(z).
+    auto grad_a = torch::empty_like(gout), grad_x = torch::empty_like(gout);
+    const Tensor* gamma = nullptr;
+    Tensor grad_z;
     if (row32) {
-      const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>(), *go = gout.data_ptr<float>();
-      const float *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
-      const auto gm = gamma.contiguous();
-      float *ga = grad_a.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
-      double* pp = partial.data_ptr<double>();
-      const float scale = threshold > 0 ? float(1.0 / (1.0 - p)) : 1.0f;
-      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-        for (int64_t c = cb; c < ce; ++c) {
-          const int64_t r0 = c * per, r1 = std::min(rows, (c + 1) * per);
-          if (H == 32)
-            epilogue_backward_range<1>(r0, r1, xp, zp, mk, mask_stride, scale, go, gm.data_ptr<float>(), mp, rp,
-                                       gx, ga, pp + c * 2 * H);
-          else
-            epilogue_backward_range<2>(r0, r1, xp, zp, mk, mask_stride, scale, go, gm.data_ptr<float>(), mp, rp,
-                                       gx, ga, pp + c * 2 * H);
-        }
-      });
-    } else AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_dropout_add_layer_norm_backward", [&] {
-      const scalar_t* ap = a.data_ptr<scalar_t>();
-      const scalar_t* xp = x.data_ptr<scalar_t>();
-      const auto gm = gamma.contiguous();
-      const scalar_t* gp = gm.data_ptr<scalar_t>();
-      const scalar_t* mp = mean.data_ptr<scalar_t>();
-      const scalar_t* rp = rstd.data_ptr<scalar_t>();
-      const scalar_t* go = gout.data_ptr<scalar_t>();
-      scalar_t* ga = grad_a.data_ptr<scalar_t>();
-      scalar_t* gx = grad_x.data_ptr<scalar_t>();
-      double* pp = partial.data_ptr<double>();
-      const scalar_t scale = threshold > 0 ? scalar_t(1.0 / (1.0 - p)) : scalar_t(1);
-      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-        std::vector<scalar_t> scratch(static_cast<size_t>(3 * H));
-        std::vector<double> acc(static_cast<size_t>(2 * H));
-        for (int64_t c = cb; c < ce; ++c) {
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (int64_t row = c * per; row < std::min(rows, (c + 1) * per); ++row) {
-            const int64_t at = row * H;
-            epilogue_backward_row(H, xp + at, ap + at, mk + row * mask_stride, scale, go + at, gp,
-                                  mp[row], rp[row], scratch.data(), scratch.data() + H,
-                                  scratch.data() + 2 * H, gx + at, ga + at, acc.data(), acc.data() + H);
-          }
-          std::copy(acc.begin(), acc.end(), pp + c * 2 * H);
-        }
-      });
-    });
-    const auto sums = partial.sum(0).to(x.scalar_type());
-    return {row32 ? grad_a : at::gelu_backward(grad_a, z), grad_x, sums[0], sums[1], Tensor(), Tensor(), Tensor()};
+      TORCH_CHECK(saved[0].defined(), "gelu_dropout_add_layer_norm: backward of a forward that saved nothing");
+      gamma = &saved[3];
+      backward_row32({saved[0], saved[1], saved[2]}, *gamma, gout, grad_a, grad_x, partial);
+      grad_z = grad_a;
+    } else {
+      const auto &z = saved[0], &a = saved[1], &x = saved[2];
+      gamma = &saved[3];
+      backward_generic(a, x, *gamma, saved[4], saved[5], saved[6], p, gout, grad_a, grad_x, partial);
+      grad_z = at::gelu_backward(grad_a, z);
+    }
+    const auto sums = partial.sum(0).to(gout.scalar_type());
+    return {grad_z, grad_x, sums[0], sums[1], Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
-
 
 }  // namespace
 }  // namespace kernels
@@ -312,7 +389,11 @@ torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::T
   TORCH_CHECK(gamma.numel() == x.size(-1) && beta.numel() == x.size(-1),
               "gelu_dropout_add_layer_norm: LayerNorm weights of ", gamma.numel(),
               " for features of ", x.size(-1));
-  return GeluDropoutAddLayerNorm::apply(z, x, gamma, beta, eps, p, static_cast<int64_t>(seed));
+  // Only a forward that will be differentiated stores what backward reads (evaluation and
+  // ranking run under NoGradGuard).
+  const bool save = torch::GradMode::is_enabled() &&
+                    (z.requires_grad() || x.requires_grad() || gamma.requires_grad() || beta.requires_grad());
+  return GeluDropoutAddLayerNorm::apply(z, x, gamma, beta, eps, p, static_cast<int64_t>(seed), save);
 }
 
 }  // namespace tpuperf

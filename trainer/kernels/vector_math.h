@@ -97,14 +97,13 @@ struct Row32Double {
 
 // The dropout multipliers (scale or 0) of row `row` of width 32, elements 32 row ..
 // 32 row + 31, exactly as keeps() draws them: the row's 8 hashes as one vector, each hash's
-// four 16-bit lanes compared with the threshold (< 2^16). Their mask bytes go to `mask`.
+// four 16-bit lanes compared with the threshold (< 2^16).
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "row32_keep reads hash lanes little-endian");
-inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float scale, uint8_t* mask) {
+inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float scale) {
   using U64x8 = uint64_t __attribute__((vector_size(64)));
   using U16x32 = uint16_t __attribute__((vector_size(64)));
   using I16x32 = int16_t __attribute__((vector_size(64)));
   using I16x16 = int16_t __attribute__((vector_size(32)));
-  using I8x32 = int8_t __attribute__((vector_size(32)));
   // hash_of_quad for quads q = 8 row + j, j = 0..7: splitmix64(seed + gamma q) mixes
   // seed + gamma (8 row) + gamma (j + 1), a per-row base plus a constant vector, so only
   // one scalar multiply depends on the row.
@@ -113,19 +112,8 @@ inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float sc
   U16x32 lanes;  // little-endian: lane k of hash q is element 4 q + k
   std::memcpy(&lanes, &x, sizeof lanes);
   const I16x32 kept = -(lanes >= threshold);  // 1 or 0
-  const I8x32 bytes = __builtin_convertvector(kept, I8x32);
-  std::memcpy(mask, &bytes, sizeof bytes);
   const I16x16 lo = __builtin_shufflevector(kept, kept, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const I16x16 hi = __builtin_shufflevector(kept, kept, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-  return {__builtin_convertvector(lo, Float16) * scale, __builtin_convertvector(hi, Float16) * scale};
-}
-
-// The mask bytes of a row (0 or 1) times scale.
-inline Row32 row32_of_mask(const uint8_t* mask, float scale) {
-  using U8x16 = uint8_t __attribute__((vector_size(16)));
-  U8x16 lo, hi;
-  std::memcpy(&lo, mask, sizeof lo);
-  std::memcpy(&hi, mask + 16, sizeof hi);
   return {__builtin_convertvector(lo, Float16) * scale, __builtin_convertvector(hi, Float16) * scale};
 }
 

@@ -270,6 +270,26 @@ TEST_F(FusedOps, FusedGeluMatchesGelu) {
   expect_same(fused, plain, {3 * torch::randn({40, 24}).t()}, 1e-5, 1e-6);
 }
 
+// A forward that will not be differentiated (no input needs a gradient, or NoGradGuard)
+// stores nothing for backward (the vector path) and gives the same bits as one that will.
+TEST_F(FusedOps, EpilogueWithoutGradientGivesTheSameValues) {
+  for (int64_t H : {32, 64, 24}) {
+    for (double p : {0.0, 0.1}) {
+      const auto z = 2 * torch::randn({3, 17, H}), x = torch::randn({3, 17, H});
+      const auto gamma = 1 + 0.3 * torch::randn({H}), beta = 0.3 * torch::randn({H});
+      const auto plain = gelu_dropout_add_layer_norm(z, x, gamma, beta, 1e-5, p, 8);
+      const auto leaf = z.clone().set_requires_grad(true);
+      const auto tracked = gelu_dropout_add_layer_norm(leaf, x, gamma, beta, 1e-5, p, 8);
+      EXPECT_TRUE(tracked.requires_grad());
+      EXPECT_TRUE(torch::equal(plain, tracked.detach())) << "H " << H << ", p " << p;
+      torch::NoGradGuard no_grad;
+      const auto untracked = gelu_dropout_add_layer_norm(leaf, x, gamma, beta, 1e-5, p, 8);
+      EXPECT_FALSE(untracked.requires_grad());
+      EXPECT_TRUE(torch::equal(plain, untracked)) << "H " << H << ", p " << p;
+    }
+  }
+}
+
 TEST_F(FusedOps, EpilogueGradientsMatchFiniteDifferences) {
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   for (double p : {0.0, 0.3}) {
