@@ -24,7 +24,7 @@ const std::vector<LossKind>& loss_kinds() {
        [](const torch::Tensor& t, const torch::Tensor&) { return t.size(0); }},
       {"hinge", "pairwise hinge with margin train.hinge_margin",
        [](const LossOptions& o, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
-         return pairwise_hinge_loss(s, t, m, o.margin);
+         return o.fused ? pairwise_hinge_loss(s, t, m, o.margin) : pairwise_hinge_loss_reference(s, t, m, o.margin);
        },
        graphs_with_a_pair},
       {"pairwise_gap", "pairwise logistic weighted by the log-runtime gap (near-ties weigh ~0)",

@@ -47,6 +47,7 @@ TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
   for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
     loss->name = cfg.get_string(key);
     loss->margin = cfg.get_float("train.hinge_margin");
+    loss->fused = cfg.get_bool("model.fused");
     find_loss(loss->name, key);
   }
   // Building each model once checks its name and options, naming the key, before any work.

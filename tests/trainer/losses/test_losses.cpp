@@ -228,6 +228,14 @@ TEST_F(Losses, ByName) {
   hinge.name = "hinge";
   hinge.margin = 1.0;
   EXPECT_NEAR(ranking_loss(hinge, s, t, m).item<double>(), 2.6 / 3, 1e-12);
+  // model.fused=false: the plain definition (LibTorch ops, not the one-pass function).
+  LossOptions plain_hinge = hinge;
+  plain_hinge.fused = false;
+  const auto sg = s.clone().set_requires_grad(true);
+  const auto fused_loss = ranking_loss(hinge, sg, t, m), plain_loss = ranking_loss(plain_hinge, sg, t, m);
+  EXPECT_NEAR(plain_loss.item<double>(), 2.6 / 3, 1e-12);
+  EXPECT_EQ(plain_loss.grad_fn()->name(), pairwise_hinge_loss_reference(sg, t, m, 1.0).grad_fn()->name());
+  EXPECT_NE(plain_loss.grad_fn()->name(), fused_loss.grad_fn()->name());
   EXPECT_NEAR(ranking_loss(LossOptions{}, s, t, m).item<double>(),
               listmle_loss(s, t, m).item<double>(), 1e-15);
   LossOptions bad;
