@@ -359,17 +359,15 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
     // row32: z's gradient (the GELU's backward is in the loop); else the gradient of gelu(z).
     auto grad_a = torch::empty_like(gout), grad_x = torch::empty_like(gout);
-    const Tensor* gamma = nullptr;
+    const Tensor& gamma = saved[3];  // both paths save gamma fourth
     Tensor grad_z;
     if (row32) {
       TORCH_CHECK(saved[0].defined(), "gelu_dropout_add_layer_norm: backward of a forward that saved nothing");
-      gamma = &saved[3];
-      backward_row32({saved[0], saved[1], saved[2]}, *gamma, gout, grad_a, grad_x, partial);
+      backward_row32({saved[0], saved[1], saved[2]}, gamma, gout, grad_a, grad_x, partial);
       grad_z = grad_a;
     } else {
       const auto &z = saved[0], &a = saved[1], &x = saved[2];
-      gamma = &saved[3];
-      backward_generic(a, x, *gamma, saved[4], saved[5], saved[6], p, gout, grad_a, grad_x, partial);
+      backward_generic(a, x, gamma, saved[4], saved[5], saved[6], p, gout, grad_a, grad_x, partial);
       grad_z = at::gelu_backward(grad_a, z);
     }
     const auto sums = partial.sum(0).to(gout.scalar_type());
