@@ -25,13 +25,22 @@ constexpr int kNeverTrim = -1;
 
 // LibTorch's alignment of CPU tensor data; the block's header takes one such unit.
 constexpr size_t kAlignment = 64;
-// Blocks of this class size and more are mapped on their own (mmap), so that one given
-// back leaves no hole in the heap; smaller ones come from malloc.
-constexpr size_t kMappedBlock = size_t{1} << 20;
+// Tensor memory lies on transparent huge pages where the system allows them (madvise mode,
+// Debian's default): touching fresh memory costs one fault per 2 MiB instead of one per
+// 4 KiB. On this project's virtual machines a 4 KiB fault costs 13-18 us (64 MiB touched
+// page by page: 220-290 ms; on huge pages 4-5 ms once the kernel has them free), and the
+// first epoch of a tile default run, which fills the pool (~40k faults), took 2.3x a
+// later one (2026-11-29, docs/experiments E35).
+constexpr size_t kHugePage = size_t{2} << 20;
+// Blocks up to this size are carved from shared chunks of huge pages; larger ones are
+// mapped on their own, so that one given back (munmap) leaves no hole.
+constexpr size_t kOwnMapping = size_t{16} << 20;
+constexpr size_t kChunkBytes = size_t{64} << 20;
 // A large request may take a free block up to this many classes larger (< 2x its size).
+constexpr size_t kLargeRequest = size_t{1} << 20;
 constexpr int kLargerClasses = 3;
 // Free blocks are kept up to the larger of this and 1.5 x the most bytes ever live at once
-// (a step's peak), the rest given back (munmap, free): a step of a large graph frees GBs of
+// (a step's peak), the rest given back (give_back): a step of a large graph frees GBs of
 // activations that the next step needs again, and mapping them anew cost a layout step of
 // 194k node slots 27% of its time in page faults (perf, 2026-11-28) when only 512 MiB were
 // kept. The half above the peak is slack for size classes: a step's requests do not fit
@@ -61,22 +70,64 @@ size_t class_bytes(int index) {
   return base + static_cast<size_t>((index - 1) % 4 + 1) * (base / 4);
 }
 
-void* new_block(size_t size) {
-  if (size >= kMappedBlock) {
-    void* p = mmap(nullptr, size + kAlignment, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    return p;
-  }
-  void* p = nullptr;
-  if (posix_memalign(&p, kAlignment, size + kAlignment) != 0) throw std::bad_alloc();
-  return p;
+size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
+
+// The address space a block of class `size` takes, its header included.
+size_t block_span(size_t size) { return round_up(size + kAlignment, size >= kOwnMapping ? kHugePage : kAlignment); }
+
+// `bytes` (a multiple of 2 MiB) of fresh memory at a 2 MiB boundary, advised to use huge
+// pages (no effect where transparent huge pages are off). Nothing is touched: untouched
+// pages cost no memory.
+void* map_huge(size_t bytes) {
+  void* p = mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p), aligned = round_up(start, kHugePage);
+  if (aligned > start) munmap(p, aligned - start);
+  if (const size_t tail = start + kHugePage - aligned) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
 }
 
-void delete_block(void* block, size_t size) {
-  if (size >= kMappedBlock)
-    munmap(block, size + kAlignment);
-  else
-    std::free(block);
+// Blocks below kOwnMapping, cut one after another from chunks of huge pages; the rest of
+// a chunk too short for a block is left untouched (address space, no memory).
+class Chunks {
+ public:
+  void* carve(size_t span) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<size_t>(end_ - next_) < span) {
+      next_ = static_cast<char*>(map_huge(kChunkBytes));
+      end_ = next_ + kChunkBytes;
+    }
+    void* p = next_;
+    next_ += span;
+    return p;
+  }
+
+ private:
+  std::mutex mutex_;
+  char* next_ = nullptr;
+  char* end_ = nullptr;
+};
+
+Chunks& chunks() {
+  static Chunks* c = new Chunks;  // never destroyed: tensors may be freed during exit
+  return *c;
+}
+
+void* new_block(size_t size) { return size >= kOwnMapping ? map_huge(block_span(size)) : chunks().carve(block_span(size)); }
+
+// Gives a block's memory back to the system. A block of its own mapping is unmapped; one
+// carved from a chunk keeps its address (it is reused for its class, see `released`) and
+// only its whole pages are given back (MADV_DONTNEED: they read as zeros when touched
+// again).
+void give_back(void* block, size_t size) {
+  if (size >= kOwnMapping) {
+    munmap(block, block_span(size));
+    return;
+  }
+  const uintptr_t start = round_up(reinterpret_cast<uintptr_t>(block), 4096);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(block) + block_span(size)) / 4096 * 4096;
+  if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
 }
 
 // The block's header (kAlignment bytes before the tensor's data): its size class, and when
@@ -99,18 +150,22 @@ BlockHeader& header(void* block) { return *static_cast<BlockHeader*>(block); }
 // freed longest ago first: they are of sizes the steps no longer ask for. (Giving back
 // the block being freed instead kept stale blocks of the first steps forever and mapped
 // a large graph's activations anew every step: 16 blocks of 3-50 MB, ~75k page faults a
-// step, perf 2026-11-29.)
+// step, perf 2026-11-29.) A block carved from a chunk keeps its address when its memory
+// goes back, and serves its class again before a new one is carved.
 class ReusingCpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) const override {
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
     int index = 0;
     const size_t size = size_class(n, &index);
-    void* block = take(index, size >= kMappedBlock ? kLargerClasses : 0);
+    void* block = take(index, size >= kLargeRequest ? kLargerClasses : 0);
     if (!block) {
-      block = new_block(size);
-      header(block).index = index;
-      count_new(size);
+      block = take_released(index);
+      if (!block) {
+        block = new_block(size);
+        count_new(size);
+      }
+      header(block).index = index;  // a released block's header may read zero
     }
     return {static_cast<char*>(block) + kAlignment, block, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -125,7 +180,8 @@ class ReusingCpuAllocator final : public c10::Allocator {
  private:
   struct Pool {
     std::mutex mutex;
-    std::array<std::vector<void*>, kClasses> free;  // each list oldest first
+    std::array<std::vector<void*>, kClasses> free;      // each list oldest first
+    std::array<std::vector<void*>, kClasses> released;  // carved blocks given back
     size_t cached_bytes = 0;
     size_t live_bytes = 0, peak_live_bytes = 0;  // in blocks handed out
     size_t blocks_created = 0;
@@ -134,9 +190,12 @@ class ReusingCpuAllocator final : public c10::Allocator {
   static void count_new(size_t size) {
     Pool& p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
+    count_live(p, size);
+    ++p.blocks_created;
+  }
+  static void count_live(Pool& p, size_t size) {
     p.live_bytes += size;
     p.peak_live_bytes = std::max(p.peak_live_bytes, p.live_bytes);
-    ++p.blocks_created;
   }
   static Pool& pool() {
     static Pool* p = new Pool;  // never destroyed: tensors may be freed during exit
@@ -153,11 +212,31 @@ class ReusingCpuAllocator final : public c10::Allocator {
       void* block = list.back();
       list.pop_back();
       p.cached_bytes -= class_bytes(i);
-      p.live_bytes += class_bytes(i);
-      p.peak_live_bytes = std::max(p.peak_live_bytes, p.live_bytes);
+      count_live(p, class_bytes(i));
       return block;
     }
     return nullptr;
+  }
+  // A carved block of class `index` whose memory was given back; its pages read zero.
+  static void* take_released(int index) {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto& list = p.released[static_cast<size_t>(index)];
+    if (list.empty()) return nullptr;
+    void* block = list.back();
+    list.pop_back();
+    count_live(p, class_bytes(index));
+    return block;
+  }
+  // Gives a free block's memory back to the system; a carved one is kept for reuse.
+  static void retire(void* block) {
+    const int index = header(block).index;
+    const size_t size = class_bytes(index);
+    give_back(block, size);
+    if (size >= kOwnMapping) return;
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.released[static_cast<size_t>(index)].push_back(block);
   }
   // Removes the free block freed longest ago (the oldest front of the lists) and returns
   // it; the pool must be locked and hold at least one free block.
@@ -191,8 +270,8 @@ class ReusingCpuAllocator final : public c10::Allocator {
         block = nullptr;
       }
     }
-    if (block) delete_block(block, size);
-    for (void* b : evicted) delete_block(b, class_bytes(header(b).index));
+    if (block) retire(block);
+    for (void* b : evicted) retire(b);
   }
 };
 

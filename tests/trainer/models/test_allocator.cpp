@@ -79,5 +79,29 @@ TEST(Allocator, FullCacheGivesBackTheBlocksFreedLongestAgo) {
   EXPECT_EQ(again.data_ptr(), first);
 }
 
+// A block carved from a chunk of huge pages (below 16 MiB) keeps its address when its
+// memory goes back: the next tensor of its class gets it, its whole pages read zero (they
+// were given back, not kept), and no new block is created.
+TEST(Allocator, CarvedBlockGivenBackServesItsClassAgain) {
+  keep_freed_memory_for_reuse();
+  constexpr int64_t kMiB = 1 << 20, kPage = 4096;
+  const void* carved = nullptr;
+  {
+    torch::Tensor t = torch::ones({5 * kMiB}, torch::kUInt8);  // class 5 MiB
+    carved = t.data_ptr();
+  }
+  // Free blocks of ever larger classes, one live at a time (untouched: no memory), until
+  // they pass the cap (1.5x the peak of live blocks): the blocks freed before them go
+  // back, the carved one among them.
+  for (int64_t mib = 100; mib < 800; mib = mib * 13 / 10) torch::empty({mib * kMiB}, torch::kUInt8);
+  const CpuPoolStats before = cpu_tensor_pool_stats();
+  torch::Tensor back = torch::empty({5 * kMiB - 100}, torch::kUInt8);
+  EXPECT_EQ(back.data_ptr(), carved);
+  EXPECT_EQ(cpu_tensor_pool_stats().blocks_created, before.blocks_created);
+  // The pages lying wholly inside the data (its first and last partial pages may share a
+  // page with neighbouring blocks) read zero.
+  EXPECT_EQ(back.slice(0, kPage, 5 * kMiB - 2 * kPage).sum().item<int64_t>(), 0);
+}
+
 }  // namespace
 }  // namespace tpuperf
