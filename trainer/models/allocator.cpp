@@ -17,8 +17,8 @@ namespace tpuperf {
 
 namespace {
 
-// Blocks up to this size come from the heap, not from mmap: glibc's largest mmap
-// threshold (32 MiB on 64-bit). A fixed value also turns off glibc's threshold adaptation.
+// glibc's allocations (all but tensors) up to this size come from its heap, not from mmap:
+// its largest mmap threshold (32 MiB on 64-bit). A fixed value also turns off glibc's threshold adaptation.
 constexpr int kHeapBlockLimit = 32 * 1024 * 1024;
 // The top of the heap is never given back (-1: no trim threshold).
 constexpr int kNeverTrim = -1;
@@ -32,11 +32,12 @@ constexpr size_t kAlignment = 64;
 // first epoch of a tile default run, which fills the pool (~40k faults), took 2.3x a
 // later one (2026-11-29, docs/experiments E35).
 constexpr size_t kHugePage = size_t{2} << 20;
-// Blocks up to this size are carved from shared chunks of huge pages; larger ones are
+// Blocks below this size are carved from shared chunks of huge pages; larger ones are
 // mapped on their own, so that one given back (munmap) leaves no hole.
 constexpr size_t kOwnMapping = size_t{16} << 20;
 constexpr size_t kChunkBytes = size_t{64} << 20;
-// A large request may take a free block up to this many classes larger (< 2x its size).
+// A request of kLargeRequest bytes or more may take a free block up to kLargerClasses
+// classes larger (< 2x its size).
 constexpr size_t kLargeRequest = size_t{1} << 20;
 constexpr int kLargerClasses = 3;
 // Free blocks are kept up to the larger of this and 1.5 x the most bytes ever live at once
