@@ -738,7 +738,8 @@ if tp:
               "graph's contiguous node run, the "
               "layout config embedding as a one-hot matmul, dropout masks from 16-bit draws, one flat "
               "parameter and gradient buffer (one clipping norm, AdamW on one tensor) and tpuperf-train's "
-              "allocator settings (glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_). What each "
+              "allocator settings (glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_, and "
+              "glibc.malloc.hugetlb=1: transparent huge pages, as tpuperf's tensor pool uses). What each "
               "is worth is in the ablation table below.", "",
               f"Run {tp['when']}. Processed dir: the small tree with `preprocess.folds=1` (one model "
               f"per collection, trained on all train graphs). Both sides: {tp['epochs']} epochs, the "
@@ -817,9 +818,9 @@ if tp:
               "reference runs a LibTorch op per step of the formula), its width-32 matmul kernels and, on layout, "
               "a chunk cache of inflated config rows (`train.config_cache_mb`: by the step trace of "
               "2026-11-26, 1 rank, layout:xla:random, batch building fell from 12.6-13.3 to 2.7-3.0 ms of a "
-              "step of about 50 ms). The remaining per-op "
-              "LibTorch costs around the fused kernels (encoder, readout, attention, loss) are what would close "
-              "tile's gap (issue #19 step 2: more kernel work, not done). The per-CPU-second columns and the "
+              "step of about 50 ms). Both sides' tensors lie on transparent huge pages: on this machine a "
+              "4 KiB page fault costs 13-18 us, and tpuperf's first epoch, which fills its tensor pool, ran "
+              "2.3x its later ones without them (docs/experiments E35). The per-CPU-second columns and the "
               "ablation's CPU-time factors are the figures least disturbed by other jobs."]
     if ablation:
         labels = {
