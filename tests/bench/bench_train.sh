@@ -818,9 +818,9 @@ if tp:
               "reference runs a LibTorch op per step of the formula), its width-32 matmul kernels and, on layout, "
               "a chunk cache of inflated config rows (`train.config_cache_mb`: by the step trace of "
               "2026-11-26, 1 rank, layout:xla:random, batch building fell from 12.6-13.3 to 2.7-3.0 ms of a "
-              "step of about 50 ms). Both sides' tensors lie on transparent huge pages: on this machine a "
-              "4 KiB page fault costs 13-18 us, and tpuperf's first epoch, which fills its tensor pool, ran "
-              "2.3x its later ones without them (docs/experiments E35). The per-CPU-second columns and the "
+              "step of about 50 ms). Both sides' tensors lie on transparent huge pages: on the machine of "
+              "docs/experiments E35 a 4 KiB page fault cost 13-18 us, and tpuperf's first epoch, which fills "
+              "its tensor pool, ran 2.3x its later ones without them. The per-CPU-second columns and the "
               "ablation's CPU-time factors are the figures least disturbed by other jobs."]
     if ablation:
         labels = {
