@@ -55,6 +55,15 @@ const LossKind& find_loss(const std::string& name, const std::string& key) {
   throw Error("unknown loss '" + name + "' (known: " + known + ")", "", key);
 }
 
+LossOptions configured_loss(const Config& cfg, const std::string& key) {
+  LossOptions o;
+  o.name = cfg.get_string(key);
+  o.margin = cfg.get_float("train.hinge_margin");
+  o.fused = cfg.get_bool("model.fused");
+  find_loss(o.name, key);
+  return o;
+}
+
 void register_loss_choices() {
   for (const char* key : {"train.tile_loss", "train.layout_loss"}) set_schema_choices(key, loss_names());
 }

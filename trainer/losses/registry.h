@@ -14,6 +14,8 @@
 
 namespace tpuperf {
 
+class Config;
+
 struct LossOptions {
   std::string name = "listmle";
   double margin = 0.1;  // train.hinge_margin: losses with a margin
@@ -37,6 +39,9 @@ const std::vector<LossKind>& loss_kinds();
 std::vector<std::string> loss_names();
 // Throws Error naming the unknown loss, the known ones and the config key it came from.
 const LossKind& find_loss(const std::string& name, const std::string& key = "");
+// The loss a config names at `key` (train.tile_loss or train.layout_loss), with its
+// train.hinge_margin and model.fused; throws as find_loss for an unknown name.
+LossOptions configured_loss(const Config& cfg, const std::string& key);
 // Makes the config schema's train.tile_loss and train.layout_loss accept exactly the
 // registered names. Idempotent.
 void register_loss_choices();

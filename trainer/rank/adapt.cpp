@@ -54,10 +54,7 @@ FineTuning fine_tuning(const RunDir& run, const std::string& collection, const A
   f.slate = options.slate > 0 ? options.slate : cfg.get_int(tile ? "train.tile_slate" : "train.layout_slate");
   f.grad_clip = cfg.get_float("train.grad_clip");
   f.seed = options.seed;
-  f.loss.name = cfg.get_string(tile ? "train.tile_loss" : "train.layout_loss");
-  f.loss.margin = cfg.get_float("train.hinge_margin");
-  f.loss.fused = cfg.get_bool("model.fused");
-  find_loss(f.loss.name, tile ? "train.tile_loss" : "train.layout_loss");  // a run's config names a known loss
+  f.loss = configured_loss(cfg, tile ? "train.tile_loss" : "train.layout_loss");  // a run's config names a known loss
   return f;
 }
 

@@ -44,12 +44,8 @@ TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
       tile_keep_default(cfg.get_bool("output.tile_keep_default")),
       collection_id(cfg.collection()),
       ema_decay_key(cfg.key_path("train.ema_decay")) {
-  for (auto [loss, key] : {std::pair{&tile_loss, "train.tile_loss"}, std::pair{&layout_loss, "train.layout_loss"}}) {
-    loss->name = cfg.get_string(key);
-    loss->margin = cfg.get_float("train.hinge_margin");
-    loss->fused = cfg.get_bool("model.fused");
-    find_loss(loss->name, key);
-  }
+  tile_loss = configured_loss(cfg, "train.tile_loss");
+  layout_loss = configured_loss(cfg, "train.layout_loss");
   // Building each model once checks its name and options, naming the key, before any work.
   for (Kind kind : {Kind::Tile, Kind::Layout}) make_model(kind_model_spec(kind, 1));
   if (processed_dir.empty()) throw Error("is not set", "", "data.processed_dir");
