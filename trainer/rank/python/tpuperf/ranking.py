@@ -1,0 +1,183 @@
+"""tpuperf.Ranker: the C++ ranker library (tpuperf/ranker.h) on numpy arrays.
+
+A graph and its candidate configs are the release's arrays, as np.load gives them from a
+TpuGraphs .npz (a dict or the NpzFile itself):
+
+    tile:   node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2) int64,
+            config_feat (C, 24) float32
+    layout: node_feat, node_opcode, edge_index, node_splits (any shape, e.g. (1, S)) int64,
+            node_config_ids (nc,) int64, node_config_feat (C, nc, 18) int8
+
+Arrays of these dtypes, C-contiguous, are handed to C++ as they are; others are converted
+first (integers only when every value fits the release's dtype). Either way the C++ API's
+std::vector members take one copy of each array (RankGraph, TileCandidates and
+LayoutCandidates own their data). Every call into C++ releases the GIL.
+"""
+
+import os
+
+import numpy as np
+
+from . import _core
+
+Error = _core.Error
+
+# key -> (the release's dtype, the trailing shape after the first axis; None: any shape,
+# flattened)
+_GRAPH_KEYS = {
+    "node_feat": (np.float32, (_core.node_feat_dim,)),
+    "node_opcode": (np.uint8, ()),
+    "edge_index": (np.int64, (2,)),
+}
+_TILE_KEYS = {"config_feat": (np.float32, (_core.tile_config_dim,))}
+_LAYOUT_KEYS = {
+    "node_config_ids": (np.int64, ()),
+    "node_config_feat": (np.int8, (-1, _core.layout_config_dim)),  # -1: len(node_config_ids)
+}
+_OPTIONAL_KEYS = {"node_splits": (np.int64, None)}
+
+
+def _error(reason, file="", key=""):
+    """A tpuperf.Error whose message reads as the C++ side's: 'FILE: key 'KEY': REASON'."""
+    return _core.error(reason, file, key)
+
+
+def _source_of(arrays, name):
+    """(the graph's name, what errors name): an NpzFile's path, else the name."""
+    path = getattr(getattr(arrays, "fid", None), "name", None)
+    if isinstance(path, str):
+        return (name or os.path.splitext(os.path.basename(path))[0]), path
+    return (name or "graph"), (name or "graph")
+
+
+def _as_release_array(value, key, dtype, trailing, source, nc=None):
+    """value as a C-contiguous array of dtype, converted only when it is not one already."""
+    a = np.asarray(value)
+    want = np.dtype(dtype)
+    if a.dtype != want:
+        if want.kind == "f" and a.dtype.kind not in "fiu" or want.kind in "iu" and a.dtype.kind not in "iu":
+            raise _error(f"holds {a.dtype} values, not {want} (or another {want.kind} dtype)", source, key)
+        converted = a.astype(want)
+        if want.kind in "iu" and not np.array_equal(converted, a):
+            raise _error(f"holds values outside {want}'s range", source, key)
+        a = converted
+    a = np.ascontiguousarray(a)  # no copy when it is already
+    if trailing is None:
+        return a.reshape(-1)
+    shape = tuple(nc if d == -1 else d for d in trailing)
+    if a.ndim != 1 + len(shape) or a.shape[1:] != shape:
+        want_shape = str(("n",) + shape).replace("'", "")  # "(n, 140)", "(n,)"
+        raise _error(f"has shape {a.shape}, not {want_shape}", source, key)
+    return a
+
+
+def _release_arrays(arrays, keys, source, required=True):
+    out = {}
+    for key, (dtype, trailing) in keys.items():
+        if key not in arrays:
+            if required:
+                raise _error("is missing", source, key)
+            continue
+        nc = len(out["node_config_ids"]) if key == "node_config_feat" else None
+        out[key] = _as_release_array(arrays[key], key, dtype, trailing, source, nc)
+    return out
+
+
+def _is_path(x):
+    return isinstance(x, (str, os.PathLike))
+
+
+class Ranker:
+    """Ranks the configs of graphs with the fold models of a finished training run.
+
+    Ranker(run_dir, collection, threads=1, fused=True, keep_freed_memory=True) loads every
+    fold's best checkpoint of the collection ("tile:xla", "layout:nlp:random", ...), as
+    tpuperf::Ranker(run_dir, collection, RankerOptions{threads, fused, keep_freed_memory}).
+    threads and keep_freed_memory are process-wide settings (LibTorch's pool, malloc's).
+    Python threads sharing one Ranker take turns; one Ranker per thread ranks in parallel.
+    """
+
+    def __init__(self, run_dir, collection, threads=1, fused=True, keep_freed_memory=True):
+        self._core = _core.Ranker(os.fspath(run_dir), collection, int(threads), bool(fused), bool(keep_freed_memory))
+
+    @classmethod
+    def _wrap(cls, core):
+        r = cls.__new__(cls)
+        r._core = core
+        return r
+
+    @property
+    def collection(self):
+        """The collection whose models rank, e.g. "tile:xla"."""
+        return self._core.collection
+
+    @property
+    def kind(self):
+        """"tile" or "layout": which candidates this ranker ranks."""
+        return self.collection.split(":", 1)[0]
+
+    @property
+    def folds(self):
+        """The number of fold models ensembled."""
+        return self._core.folds
+
+    @property
+    def adaptation(self):
+        """How this ranker was adapted (a dict: graph, measured_configs, steps, lr, slate,
+        seed, loss, first_loss, last_loss, seconds), or None for one loaded as trained."""
+        return self._core.adaptation
+
+    def _candidate_keys(self):
+        return _TILE_KEYS if self.kind == "tile" else _LAYOUT_KEYS
+
+    def _checked(self, graph, candidates, name):
+        """(name, graph arrays, candidate arrays) as the C++ API takes them."""
+        name, source = _source_of(graph, name)
+        g = _release_arrays(graph, _GRAPH_KEYS, source)
+        g.update(_release_arrays(graph, _OPTIONAL_KEYS, source, required=False))
+        c = _release_arrays(graph if candidates is None else candidates, self._candidate_keys(), source)
+        return name, g, c
+
+    def rank(self, graph, candidates=None, *, name=None):
+        """Ranks every candidate config of a graph; returns a dict:
+        order (int64 array: every config index, predicted fastest first), score (float64
+        array: per config index the ensemble's score, lower = predicted faster), collection,
+        name, unique_configs (distinct configs scored; duplicates share a score), folds.
+
+        graph: a path to a release-format .npz (its runtimes are not used), or a mapping of
+        the release's arrays (np.load's result). candidates: a mapping of the candidate
+        arrays (config_feat; node_config_ids and node_config_feat), by default graph's own.
+        name names the graph in results and errors (default: the npz's stem, or "graph").
+        """
+        if _is_path(graph):
+            return self._core.rank_file(os.fspath(graph))
+        return self._core.rank(*self._checked(graph, candidates, name))
+
+    def adapted(self, graph, measured, runtimes, steps=0, lr=0.0, slate=0, seed=0, *, name=None):
+        """A new Ranker fine-tuned on measured configs of this graph (Ranker::adapted).
+
+        graph: the graph's arrays (a mapping, as for rank); measured: the measured
+        candidates' arrays (config_feat rows; node_config_ids and node_config_feat rows),
+        runtimes[i] the runtime of measured config i (tile: runtime / normalizer; any unit),
+        each finite and > 0, at least two. steps, lr, slate: 0 = the defaults
+        (AdaptOptions); seed: the slates' and dropout's. This ranker is left as it is; the
+        new one ranks this graph only (another raises tpuperf.Error naming both).
+        """
+        name, g, c = self._checked(graph, measured, name)
+        y = _as_release_array(runtimes, "runtimes", np.float64, (), name)
+        return Ranker._wrap(self._core.adapted(name, g, c, y, int(steps), float(lr), int(slate), int(seed)))
+
+    def adapted_file(self, path, steps=0, lr=0.0, slate=0, seed=0):
+        """Ranker::adapted_file: adapted to a release-format .npz's measured configs (tile:
+        config_runtime / config_runtime_normalizers; layout: config_runtime; 0 = not
+        measured). The options as for adapted."""
+        return Ranker._wrap(self._core.adapted_file(os.fspath(path), int(steps), float(lr), int(slate), int(seed)))
+
+    def __repr__(self):
+        adapted = f", adapted to {self.adaptation['graph']}" if self.adaptation else ""
+        return f"<tpuperf.Ranker {self.collection}: {self.folds} fold models{adapted}>"
+
+
+def trained_collections(run_dir):
+    """The collections a run directory holds trained models of, e.g. ["layout:xla:random", "tile:xla"]."""
+    return _core.trained_collections(os.fspath(run_dir))
