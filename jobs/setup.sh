@@ -12,6 +12,8 @@ PACKAGES=(
   libhdf5-dev libyaml-cpp-dev libspdlog-dev libgtest-dev
   libprotobuf-dev protobuf-compiler
   python3 python3-numpy python3-scipy python3-h5py python3-yaml python3-protobuf
+  # the Python package tpuperf (trainer/rank/python/) and its example's plot
+  python3-dev pybind11-dev python3-matplotlib
   # tests only: the single-node Slurm cluster of the launcher tests, and clang for the
   # libFuzzer target and the sanitizer build of the readers
   slurm-wlm clang libclang-rt-14-dev
