@@ -1,7 +1,7 @@
 """tpuperf.Ranker: the C++ ranker library (tpuperf/ranker.h) on numpy arrays.
 
 A graph and its candidate configs are the release's arrays, as np.load gives them from a
-TpuGraphs .npz (a dict or the NpzFile itself):
+TpuGraphs .npz (a dict, or the NpzFile itself), here with the dtypes the C++ API holds:
 
     tile:   node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2) int64,
             config_feat (C, 24) float32
@@ -9,8 +9,9 @@ TpuGraphs .npz (a dict or the NpzFile itself):
             node_config_ids (nc,) int64, node_config_feat (C, nc, 18) int8
 
 Arrays of these dtypes, C-contiguous, are handed to C++ as they are; others are converted
-first (integers only when every value fits the release's dtype). Either way the C++ API's
-std::vector members take one copy of each array (RankGraph, TileCandidates and
+first, integers only when every value is one of the target dtype (the release's files hold
+node_config_feat as float32: converted, each value an integer -1..5). Either way the C++
+API's std::vector members take one copy of each array (RankGraph, TileCandidates and
 LayoutCandidates own their data). Every call into C++ releases the GIL.
 """
 
@@ -55,11 +56,16 @@ def _as_release_array(value, key, dtype, trailing, source, nc=None):
     a = np.asarray(value)
     want = np.dtype(dtype)
     if a.dtype != want:
-        if want.kind == "f" and a.dtype.kind not in "fiu" or want.kind in "iu" and a.dtype.kind not in "iu":
-            raise _error(f"holds {a.dtype} values, not {want} (or another {want.kind} dtype)", source, key)
-        converted = a.astype(want)
-        if want.kind in "iu" and not np.array_equal(converted, a):
-            raise _error(f"holds values outside {want}'s range", source, key)
+        if a.dtype.kind not in "fiu":
+            raise _error(f"holds {a.dtype} values, not numbers", source, key)
+        with np.errstate(invalid="ignore"):  # NaN or out of range: found below
+            converted = a.astype(want)
+        if want.kind in "iu":
+            bad = np.flatnonzero(converted != a)
+            if bad.size:
+                at = np.unravel_index(bad[0], a.shape)
+                raise _error(f"value {a[at]} at {tuple(int(i) for i in at)} does not fit {want} "
+                             f"(converting from {a.dtype})", source, key)
         a = converted
     a = np.ascontiguousarray(a)  # no copy when it is already
     if trailing is None:
@@ -81,6 +87,18 @@ def _release_arrays(arrays, keys, source, required=True):
         nc = len(out["node_config_ids"]) if key == "node_config_feat" else None
         out[key] = _as_release_array(arrays[key], key, dtype, trailing, source, nc)
     return out
+
+
+def _naming(source, fn, *args):
+    """fn(*args), a tpuperf.Error that names no file given the graph's source, as
+    tpuperf::Error::with_file adds one (the C++ API's checks of arrays in memory know the
+    key, not where the arrays came from)."""
+    try:
+        return fn(*args)
+    except Error as e:
+        if e.file:
+            raise
+        raise _core.error(e.reason, source, e.key) from None
 
 
 def _is_path(x):
@@ -131,12 +149,13 @@ class Ranker:
         return _TILE_KEYS if self.kind == "tile" else _LAYOUT_KEYS
 
     def _checked(self, graph, candidates, name):
-        """(name, graph arrays, candidate arrays) as the C++ API takes them."""
+        """(name, graph arrays, candidate arrays) as the C++ API takes them, and the source
+        errors name."""
         name, source = _source_of(graph, name)
         g = _release_arrays(graph, _GRAPH_KEYS, source)
         g.update(_release_arrays(graph, _OPTIONAL_KEYS, source, required=False))
         c = _release_arrays(graph if candidates is None else candidates, self._candidate_keys(), source)
-        return name, g, c
+        return (name, g, c), source
 
     def rank(self, graph, candidates=None, *, name=None):
         """Ranks every candidate config of a graph; returns a dict:
@@ -151,7 +170,8 @@ class Ranker:
         """
         if _is_path(graph):
             return self._core.rank_file(os.fspath(graph))
-        return self._core.rank(*self._checked(graph, candidates, name))
+        args, source = self._checked(graph, candidates, name)
+        return _naming(source, self._core.rank, *args)
 
     def adapted(self, graph, measured, runtimes, steps=0, lr=0.0, slate=0, seed=0, *, name=None):
         """A new Ranker fine-tuned on measured configs of this graph (Ranker::adapted).
@@ -163,9 +183,10 @@ class Ranker:
         (AdaptOptions); seed: the slates' and dropout's. This ranker is left as it is; the
         new one ranks this graph only (another raises tpuperf.Error naming both).
         """
-        name, g, c = self._checked(graph, measured, name)
-        y = _as_release_array(runtimes, "runtimes", np.float64, (), name)
-        return Ranker._wrap(self._core.adapted(name, g, c, y, int(steps), float(lr), int(slate), int(seed)))
+        (name, g, c), source = self._checked(graph, measured, name)
+        y = _as_release_array(runtimes, "runtimes", np.float64, (), source)
+        core = _naming(source, self._core.adapted, name, g, c, y, int(steps), float(lr), int(slate), int(seed))
+        return Ranker._wrap(core)
 
     def adapted_file(self, path, steps=0, lr=0.0, slate=0, seed=0):
         """Ranker::adapted_file: adapted to a release-format .npz's measured configs (tile:
