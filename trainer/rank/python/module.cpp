@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/base/log.h"
 #include "common/graph/graph.h"
 #include "common/graph/processed_graph.h"
 #include "tpuperf/ranker.h"
@@ -251,6 +252,11 @@ PYBIND11_MODULE(_core, m) {
   error_type = PyErr_NewException("tpuperf.Error", PyExc_ValueError, nullptr);
   m.attr("Error") = py::handle(error_type);
   py::register_exception_translator(translate_errors);
+  // The module's own copy of the logger (its static code is private to it): to stderr in
+  // the tools' format, as the C++ side logs (adaptations log a line each).
+  init_logging(-1, "info");
+  m.def("set_log_level", &set_log_level, py::arg("level"),
+        "trace, debug, info (the default), warn, error, critical or off.");
   m.def("error", [](const std::string& reason, const std::string& file, const std::string& key) {
     return python_error(Error(reason, file, key));
   }, "A tpuperf.Error built (and its message formatted) as tpuperf::Error builds it.");
