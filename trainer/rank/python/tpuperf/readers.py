@@ -76,9 +76,10 @@ def read_shard(path, names=None):
     node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2) int64,
     config_runtime (C,) int64; tile: config_feat (C, 24) float32,
     config_runtime_normalizers (C,) int64; layout: node_config_ids (nc,) int64,
-    node_config_feat (C, nc, 18) int8, node_splits (S,) int64. Beside them: name,
-    collection, split, fold (-1: test) and the counts num_nodes, num_edges, num_configs,
-    num_config_nodes, configs_before, nodes_before, edges_before (before preprocessing).
+    node_config_feat (C, nc, 18) int8 (the C++ API's dtype; the release's is float32),
+    node_splits (S,) int64. Beside them: name, collection, split, fold (0..k-1 train, -1
+    valid, -2 test) and the counts num_nodes, num_edges, num_configs, num_config_nodes and
+    configs_before, nodes_before, edges_before (in the source file).
     HDF5 checks every chunk's fletcher32 checksum as it reads."""
     import h5py  # only the shard reader needs it
 
