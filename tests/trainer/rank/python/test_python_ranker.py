@@ -8,7 +8,9 @@
 - adaptation: the same seed gives the same scores (one thread), another seed others;
   adapted() on arrays equals adapted_file() on the same measurements and tpuperf-rank
   --adapt; an adapted ranker refuses another graph naming both;
-- two Python threads sharing one Ranker get what one thread gets.
+- two Python threads sharing one Ranker get what one thread gets;
+- cmake --install puts the package where Debian's python3 imports it from under the
+  prefix (lib/python3.X/dist-packages), and the installed copy ranks the same.
 Usage: test_python_ranker.py BIN_DIR SRC_DIR FIXTURE_DIR (PYTHONPATH: BUILD/python)
 """
 
@@ -180,5 +182,22 @@ for th in threads:
 for th in threads:
     th.join()
 check(all(np.array_equal(got[t], want[t]) for t in tests), "threads ranked otherwise")
+print("2 threads: the same scores as one")
+
+step("cmake --install: the installed package imports and ranks the same")
+prefix = os.path.join(WORK, "prefix")
+out = subprocess.run(["cmake", "--install", os.path.dirname(os.path.abspath(BIN)), "--prefix", prefix],
+                     capture_output=True, text=True)
+check(out.returncode == 0, "cmake --install: " + out.stderr[-2000:])
+site = os.path.join(prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "dist-packages")
+probe = ("import sys, tpuperf; r = tpuperf.Ranker(sys.argv[1], 'tile:xla'); "
+         "print(tpuperf.__file__); print(r.rank(sys.argv[2])['order'].tolist())")
+out = subprocess.run([sys.executable, "-c", probe, RUN, tile], capture_output=True, text=True, cwd=WORK,
+                     env=dict(os.environ, PYTHONPATH=site))
+check(out.returncode == 0, "the installed package: " + out.stderr[-2000:])
+where, order = out.stdout.splitlines()[:2]
+check(where.startswith(site), f"imported {where}, not the installed copy under {site}")
+check(order == str(t_ranker.rank(tile)["order"].tolist()), "the installed package ranks otherwise")
+print("installed in", os.path.relpath(site, prefix), "and ranks the same")
 shutil.rmtree(WORK)
 print("PASS")
