@@ -9,7 +9,9 @@
 # layout graph of 10k nodes with 1,000 and 100,000 configs. Each is ranked by
 # tests/bench/rank_latency.cpp through the installed API (libtpuperf_ranker.so) with one
 # LibTorch thread: model load, reading the file, Ranker::rank on in-memory arrays (median
-# and min of REPEATS after a warm-up) and Ranker::rank_file.
+# and min of REPEATS after a warm-up) and Ranker::rank_file. When the Python package is
+# built (BUILD_DIR/python/tpuperf), tests/bench/rank_latency.py makes the same calls from
+# Python (tpuperf.Ranker) right after the C++ ones, for the section's second table.
 #
 # Usage: tests/bench/bench_rank.sh [BUILD_DIR]   (REPEATS=5, TPUPERF_BENCH_DIR=/tmp/tpuperf-bench-rank)
 set -euo pipefail
@@ -52,18 +54,23 @@ $PY "$SRC/tests/bench/make_rank_inputs.py" --template "$W/gen/npz" --out "$W/inp
 
 echo "== latency, 1 thread, $REPEATS calls each"
 : > "$W/latency.tsv"
+: > "$W/python.tsv"
 # The 100k-config file's call takes minutes: one cold call.
 for spec in tile:xla:tile_1k:$REPEATS layout:xla:random:layout_10k_nodes_1k:$REPEATS \
             layout:xla:random:layout_10k_nodes_100k:0; do
   IFS=: read -r -a part <<< "$spec"
   collection=$(IFS=:; echo "${part[*]:0:${#part[@]}-2}")
   "$BIN/rank_latency" "$W/run" "$collection" "$W/inputs/${part[-2]}.npz" "${part[-1]}" 1 | tee -a "$W/latency.tsv"
+  if [ -d "$BUILD/python/tpuperf" ] && [ "${part[-1]}" -gt 0 ]; then
+    PYTHONPATH="$BUILD/python" $PY "$SRC/tests/bench/rank_latency.py" "$W/run" "$collection" \
+      "$W/inputs/${part[-2]}.npz" "${part[-1]}" 1 2>> "$W/python.log" | tee -a "$W/python.tsv"
+  fi
 done
 "$BIN/rank_latency" "$W/run_late" tile:xla "$W/inputs/tile_1k.npz" "$REPEATS" 1 | sed 's/^[^\t]*/late_join: &/' \
   | tee -a "$W/latency.tsv"
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 
-$PY - "$SRC/tests/bench" "$W/latency.tsv" "$load_start" "$load_end" "$REPEATS" <<'PY'
+$PY - "$SRC/tests/bench" "$W/latency.tsv" "$load_start" "$load_end" "$REPEATS" "$W/python.tsv" <<'PY'
 import datetime, os, sys
 sys.path.insert(0, sys.argv[1])
 from results_md import machine, replace_section
@@ -87,6 +94,24 @@ for f, nodes, conf, configs, distinct, folds, load, read, med, mn, fms, rss in r
     name = f"`{os.path.basename(f)}`" + (" (tile model late_join)" if f.startswith("late_join: ") else "")
     out.append(f"| {name} | {nodes} | {conf if conf != '0' else '-'} | {configs} | {distinct} | "
                f"{folds} | {load} | {read} | {med} | {mn} | {fms if fms != 'nan' else '-'} | {rate:,.0f} | {rss} |")
+cpp = {r[0]: r for r in rows}
+python = [l.rstrip("\n").split("\t") for l in open(sys.argv[6]) if l.strip()]
+if python:
+    out += ["",
+            "The same calls from Python (`tpuperf.Ranker`, [docs/python.md](../../docs/python.md)), each input's right "
+            "after its C++ calls above, in one process per input: `rank` on a dict of the file's arrays in the C++ API's "
+            "dtypes (what `Ranker::rank` gets above; the difference is the package's checks, the one copy into "
+            "`RankGraph`'s vectors and the call), and on the arrays as `np.load` gives them (layout `node_config_feat` is "
+            "float32 in the release's files: converted to int8 in every call); `rank(path)` reads the file in C++, as "
+            "`rank_file` does. The last column is one numpy copy of the arrays `rank` hands over (minimum of "
+            f"{sys.argv[5]}), the size of that copy.\n",
+            "| input | configs | C++ rank ms (median) | Python rank ms (median) | Python / C++ | Python rank ms (min) | "
+            "from np.load's dtypes ms | C++ rank_file ms | Python rank(path) ms | copy of the arrays ms |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for f, configs, folds, load, med, mn, release, fms, copy in python:
+        c = cpp[f]
+        out.append(f"| `{os.path.basename(f)}` | {configs} | {c[8]} | {med} | {float(med) / float(c[8]):.3f} | {mn} | "
+                   f"{release} | {c[10]} | {fms} | {copy} |")
 replace_section(os.path.join(sys.argv[1], "RESULTS.md"), "Ranking latency", "\n".join(out) + "\n")
 print("\n".join(out))
 PY
