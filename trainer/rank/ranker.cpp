@@ -22,8 +22,8 @@
 #include "trainer/models/checkpoint.h"
 #include "trainer/models/thread_pools.h"
 #include "trainer/rank/adapt.h"
-#include "trainer/rank/graph_scoring.h"
-#include "trainer/rank/run_dir.h"
+#include "trainer/predict/graph_scoring.h"
+#include "trainer/predict/run_dir.h"
 
 namespace tpuperf {
 
