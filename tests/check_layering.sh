@@ -30,6 +30,10 @@ forbid_link() {
 }
 
 forbid trainer '"pipeline/' "trainer/ must not include pipeline/ (shared code belongs in common/)"
+# Inside trainer/: training and the ranker share trainer/predict/ and trainer/fit/, never
+# each other's folders.
+forbid trainer/rank '"trainer/train/' "trainer/rank/ must not include trainer/train/ (shared code belongs in trainer/predict/ or trainer/fit/)"
+forbid trainer/train '"trainer/rank/' "trainer/train/ must not include trainer/rank/ (shared code belongs in trainer/predict/ or trainer/fit/)"
 forbid common '"pipeline/' "common/ must not include pipeline/"
 forbid common '"trainer/' "common/ must not include trainer/"
 forbid pipeline '"trainer/' "pipeline/ must not include trainer/"
@@ -40,5 +44,5 @@ forbid_link trainer 'tpuperf_(preprocess|inspect|synth|pipeline)\b' "trainer/ mu
 forbid_link common 'tpuperf_(preprocess|inspect|synth|pipeline|trainer|eval)\b|TORCH' "common/ links only external libraries"
 forbid_link pipeline 'tpuperf_(trainer|eval)\b|TORCH' "pipeline/ must not link the trainer or LibTorch"
 
-[ "$status" -eq 0 ] && echo "layering: ok (trainer, pipeline -> common; LibTorch only in trainer)"
+[ "$status" -eq 0 ] && echo "layering: ok (trainer, pipeline -> common; trainer/train and trainer/rank apart; LibTorch only in trainer)"
 exit "$status"

@@ -8,8 +8,8 @@
 #include "common/base/hash.h"
 #include "common/base/random.h"
 #include "trainer/models/batch.h"
-#include "trainer/train/optimizer.h"
-#include "trainer/train/sampler.h"
+#include "trainer/fit/optimizer.h"
+#include "trainer/fit/sampler.h"
 
 namespace tpuperf {
 

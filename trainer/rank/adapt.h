@@ -14,7 +14,7 @@
 #include "tpuperf/ranker.h"
 #include "trainer/losses/registry.h"
 #include "trainer/models/registry.h"
-#include "trainer/rank/run_dir.h"
+#include "trainer/predict/run_dir.h"
 
 namespace tpuperf {
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/cli/cli.h"
 #include "common/graph/collection.h"
@@ -43,15 +44,27 @@ static const char* kEpilog =
     "          configs over the best of all), as tpuperf-score computes them\n\n"
     "--adapt MEASURED.npz: MEASURED is the INPUTs' graph with runtimes of the configs an\n"
     "autotuner measured (config_runtime, for tile over config_runtime_normalizers; 0 = not\n"
-    "measured; at least two). Copies of the fold models are fine-tuned on them with the\n"
-    "run's loss: --adapt-steps AdamW steps, no weight decay, on slates of the run's\n"
-    "train.tile_slate / train.layout_slate measured configs drawn with --seed. They rank the\n"
-    "INPUTs, which must be that graph (another is rejected); the run's files are not changed.\n"
-    "Seconds on one core for hundreds of measured configs; the same --seed, the same ranking.\n\n"
+    "measured; at least two). The adapted ranker ranks the INPUTs, which must be that graph\n"
+    "(another is rejected); the run's files are not changed; the same --seed, the same ranking.\n"
+    "  --adapt-method blend (default): the run's score blended with a ridge fit on the\n"
+    "    measured configs' own values, the blend chosen by cross-validation over the\n"
+    "    measurements (folds drawn with --seed); the run alone unless the held-out\n"
+    "    measurements show the fit helps. Milliseconds to a second.\n"
+    "  --adapt-method finetune: copies of the fold models fine-tuned with the run's loss,\n"
+    "    --adapt-steps AdamW steps on slates of the run's train.tile_slate /\n"
+    "    train.layout_slate measured configs drawn with --seed. Seconds.\n\n"
+    "--suggest K: instead of ranking, print per INPUT the K configs to measure next, best\n"
+    "first: the lowest predicted cost less --exploration x the fold models' disagreement\n"
+    "(default 1), plus --diversity x the similarity to those picked before it (default 1), so\n"
+    "that a batch is not K near-copies of one config. With --adapt MEASURED, MEASURED's\n"
+    "measured configs (and INPUT configs identical to them) are never suggested. Text rows\n"
+    "'rank config score uncertainty', or --json {\"results\": [{..., \"suggest\", \"score\",\n"
+    "\"uncertainty\", \"excluded\"}]}.\n\n"
     "examples:\n"
     "  tpuperf-rank --run runs/demo data/npz_all/npz/tile/xla/test/*.npz --top 5\n"
     "  tpuperf-rank --run runs/demo --collection layout:xla:random --json my_graph.npz\n"
-    "  tpuperf-rank --run runs/demo --adapt measured.npz --top 5 candidates.npz\n\n"
+    "  tpuperf-rank --run runs/demo --adapt measured.npz --top 5 candidates.npz\n"
+    "  tpuperf-rank --run runs/demo --adapt measured.npz --suggest 8 candidates.npz\n\n"
     "exit codes: 0 done, 2 error (usage, run directory), 3 some inputs rejected (each named on stderr).";
 
 namespace {
@@ -64,6 +77,7 @@ struct Settings {
   RankerOptions ranker;
   std::optional<std::string> adapt;  // --adapt MEASURED.npz
   AdaptOptions adapt_options;
+  std::optional<SuggestOptions> suggest;  // --suggest K
   std::vector<std::string> inputs;
 };
 
@@ -81,7 +95,11 @@ Settings parse_settings(int argc, char** argv) {
               "--adapt: optimizer steps per fold model (default " + std::to_string(kDefaultAdaptSteps) + ")")
       .option("adapt-lr", "X",
               "--adapt: learning rate (default the run's train.lr x " + fmt::format("{:g}", kDefaultAdaptLrFraction) + ")")
-      .option("seed", "S", "--adapt: seed of the slates and dropout (default 0)")
+      .option("adapt-method", "M", "--adapt: blend (default) or finetune (below)")
+      .option("seed", "S", "--adapt: seed of the cross-validation folds (blend) or the slates and dropout (finetune); default 0")
+      .option("suggest", "K", "print the K configs to measure next instead of a ranking (below)")
+      .option("exploration", "X", "--suggest: weight of the fold models' disagreement (default 1)")
+      .option("diversity", "X", "--suggest: penalty per unit of similarity to configs already picked (default 1)")
       .positionals("INPUT...", ".npz files to rank", 1)
       .epilog(kEpilog);
   cli.parse(argc, argv);
@@ -95,9 +113,26 @@ Settings parse_settings(int argc, char** argv) {
   s.format = cli.has("csv") ? Settings::Format::Csv : cli.has("json") ? Settings::Format::Json : Settings::Format::Text;
   s.ranker.threads = cli.get_int("threads", 1, 1);
   s.ranker.fused = !cli.has("plain");
-  for (const char* option : {"adapt-steps", "adapt-lr", "seed"})
+  for (const char* option : {"adapt-steps", "adapt-lr", "seed", "adapt-method"})
     if (cli.has(option) && !cli.has("adapt")) throw UsageError(std::string("--") + option + " needs --adapt MEASURED.npz");
+  for (const char* option : {"exploration", "diversity"})
+    if (cli.has(option) && !cli.has("suggest")) throw UsageError(std::string("--") + option + " needs --suggest K");
   if (cli.has("adapt")) s.adapt = cli.get("adapt");
+  const std::string method = cli.has("adapt-method") ? cli.get("adapt-method") : "blend";
+  if (method != "blend" && method != "finetune")
+    throw UsageError("--adapt-method is '" + method + "': blend or finetune");
+  s.adapt_options.method = method == "finetune" ? AdaptMethod::FineTune : AdaptMethod::Blend;
+  for (const char* option : {"adapt-steps", "adapt-lr"})
+    if (cli.has(option) && s.adapt_options.method != AdaptMethod::FineTune)
+      throw UsageError(std::string("--") + option + " needs --adapt-method finetune");
+  if (cli.has("suggest")) {
+    if (cli.has("csv") || cli.has("top")) throw UsageError("--suggest prints its own rows: not with --csv or --top");
+    SuggestOptions o;
+    o.count = cli.get_int<int64_t>("suggest", 8, 1);
+    o.exploration = cli.get_double("exploration", o.exploration, 0, 1e6, Open::None);
+    o.diversity = cli.get_double("diversity", o.diversity, 0, 1e6, Open::None);
+    s.suggest = o;
+  }
   s.adapt_options.steps = cli.get_int<int64_t>("adapt-steps", 0, 1);
   s.adapt_options.lr = cli.get_double("adapt-lr", 0, 0, 1, Open::Min);
   s.adapt_options.seed = cli.get_int<uint64_t>("seed", 0);
@@ -214,6 +249,63 @@ void add_json(JsonWriter& json, const Ranked& r, const Settings& s) {
   json.end_object();
 }
 
+// The configs of `input` whose row equals a measured config's (runtime > 0) of `measured`:
+// what --suggest must not suggest again.
+std::vector<int64_t> measured_in(const std::string& measured, const std::string& input, Kind kind) {
+  std::set<std::string> rows;
+  std::vector<int64_t> out;
+  const auto collect = [&](const auto& values, const std::vector<int64_t>& runtime, size_t width, bool add) {
+    using T = typename std::decay_t<decltype(values)>::value_type;
+    for (size_t c = 0; c * width < values.size(); ++c) {
+      std::string row(reinterpret_cast<const char*>(values.data() + c * width), width * sizeof(T));
+      if (add && runtime[c] > 0) rows.insert(std::move(row));
+      if (!add && rows.count(row)) out.push_back(static_cast<int64_t>(c));
+    }
+  };
+  if (kind == Kind::Tile) {
+    const TileGraph m = load_tile_graph(measured), g = load_tile_graph(input);
+    collect(m.config_feat, m.config_runtime, kTileConfigDim, true);
+    collect(g.config_feat, g.config_runtime, kTileConfigDim, false);
+  } else {
+    const LayoutGraph m = load_layout_graph(measured), g = load_layout_graph(input);
+    collect(m.node_config_feat, m.config_runtime, m.node_config_ids.size() * kLayoutConfigDim, true);
+    collect(g.node_config_feat, g.config_runtime, g.node_config_ids.size() * kLayoutConfigDim, false);
+  }
+  return out;
+}
+
+struct Suggested {
+  std::string input, id;
+  Suggestion suggestion;
+  int64_t excluded = 0;
+  double ms = 0;
+};
+
+void print_suggestion(const Suggested& r) {
+  const Suggestion& s = r.suggestion;
+  std::printf("# %s: %s, suggest %zu of %lld configs (%lld measured excluded), %.1f ms\n", r.input.c_str(),
+              r.id.c_str(), s.configs.size(), static_cast<long long>(s.candidates), static_cast<long long>(r.excluded),
+              r.ms);
+  std::printf("%6s %8s %10s %12s\n", "rank", "config", "score", "uncertainty");
+  for (size_t i = 0; i < s.configs.size(); ++i)
+    std::printf("%6zu %8lld %10.4f %12.4f\n", i + 1, static_cast<long long>(s.configs[i]), s.score[i], s.uncertainty[i]);
+}
+
+void add_suggestion_json(JsonWriter& json, const Suggested& r) {
+  const Suggestion& s = r.suggestion;
+  json.begin_object()
+      .key("input").value(r.input)
+      .key("collection").value(s.collection)
+      .key("id").value(r.id)
+      .key("configs").value(s.candidates)
+      .key("excluded").value(r.excluded)
+      .key("ms").value(r.ms)
+      .key("suggest").array(s.configs)
+      .key("score").array(s.score)
+      .key("uncertainty").array(s.uncertainty)
+      .end_object();
+}
+
 }  // namespace
 
 static int rank_inputs(int argc, char** argv) {
@@ -243,9 +335,20 @@ static int rank_inputs(int argc, char** argv) {
                      format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2));
       }
       const auto t0 = std::chrono::steady_clock::now();
+      const std::string id = Collection::parse(collection).submission_id(std::filesystem::path(input).stem().string());
+      if (s.suggest) {
+        SuggestOptions o = *s.suggest;
+        if (s.adapt) o.exclude = measured_in(*s.adapt, input, Collection::parse(collection).kind);
+        Suggested r{input, id, it->second.suggest_file(input, o), static_cast<int64_t>(o.exclude.size()), 0};
+        r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (s.format == Settings::Format::Json) add_suggestion_json(json, r);
+        else print_suggestion(r);
+        progress.tick(0);
+        continue;
+      }
       Ranked r{input, "", it->second.rank_file(input), 0};
       r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      r.id = Collection::parse(collection).submission_id(std::filesystem::path(input).stem().string());
+      r.id = id;
       if (s.format == Settings::Format::Text) print_text(r, s);
       if (s.format == Settings::Format::Json) add_json(json, r, s);
       if (s.format == Settings::Format::Csv) {

@@ -1,4 +1,4 @@
-// What the sampler's cost model charges for a graph and a batch (trainer/train/sampler.h):
+// What the sampler's cost model charges for a graph and a batch (trainer/fit/sampler.h):
 // a rank's step runs its graphs in batches padded to their widest slate, so a batch costs
 // a fixed overhead plus widest slate x the summed work of its graphs. Fitted on traced
 // tile steps; the constants live here, with their measurements.

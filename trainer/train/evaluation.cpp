@@ -8,9 +8,9 @@
 
 #include "common/metrics/metrics.h"
 #include "trainer/eval/submission.h"
-#include "trainer/rank/graph_scoring.h"
+#include "trainer/predict/graph_scoring.h"
 #include "trainer/train/distributed.h"
-#include "trainer/train/sampler.h"
+#include "trainer/fit/sampler.h"
 
 namespace tpuperf {
 
@@ -105,7 +105,7 @@ std::vector<GraphScores> score_set(const TrainSettings& settings, RankingModel& 
   int rank = 0, size = 1;
   MPI_Comm_rank(group, &rank);
   MPI_Comm_size(group, &size);
-  if (all_configs) {  // prediction: the one prediction path of trainer/rank/graph_scoring.h
+  if (all_configs) {  // prediction: the one prediction path of trainer/predict/graph_scoring.h
     std::vector<GraphScores> out;
     for (int64_t i = rank; i < set.size(); i += size) {
       GraphScores gs = score_every_config(model, source_of(set, i), s.eval_chunk(set.kind()));

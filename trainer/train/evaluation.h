@@ -16,7 +16,7 @@
 namespace tpuperf {
 
 // Scores graphs of a set with a model, in chunks of train.<kind>_eval_chunk configs: every
-// config (all_configs: prediction, through trainer/rank/graph_scoring.h, duplicate configs
+// config (all_configs: prediction, through trainer/predict/graph_scoring.h, duplicate configs
 // scored once) or the deterministic evaluation subset (train.eval_max_configs). Graphs
 // are spread over the group's ranks; each rank returns the scores of its share.
 std::vector<GraphScores> score_set(const TrainSettings& s, RankingModel& model, const GraphSet& set,

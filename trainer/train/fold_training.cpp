@@ -19,8 +19,8 @@
 #include "trainer/train/distributed.h"
 #include "trainer/train/evaluation.h"
 #include "trainer/train/gradient_reducer.h"
-#include "trainer/train/optimizer.h"
-#include "trainer/train/sampler.h"
+#include "trainer/fit/optimizer.h"
+#include "trainer/fit/sampler.h"
 #include "trainer/train/weight_average.h"
 
 namespace tpuperf {

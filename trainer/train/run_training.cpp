@@ -25,7 +25,7 @@
 #include "trainer/train/evaluation.h"
 #include "trainer/train/fold_training.h"
 #include "trainer/train/settings.h"
-#include "trainer/rank/run_dir.h"
+#include "trainer/predict/run_dir.h"
 
 namespace tpuperf {
 
@@ -264,7 +264,7 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
     if (!opts.predict_only) {
       save_data_identity(s.output_dir, identity);
       // What preprocessing did to the graphs trained on (pruning hops, dedup): a ranker
-      // applies the same to graphs it has never seen (trainer/rank/run_dir.h).
+      // applies the same to graphs it has never seen (trainer/predict/run_dir.h).
       write_file_atomic(s.output_dir + "/" + kPreprocessSettingsFile, manifest.settings);
     }
   }

@@ -9,9 +9,12 @@
 # - the real TPU v3 records of tests/data/real, featurized, rank in their tree's collections;
 # - errors name the input and the reason (exit 3, the other inputs still ranked); a run
 #   directory that lacks something says what (exit 2);
-# - --adapt: fine-tuned on a file's measured configs (the generator's true runtimes of half
-#   of a test graph's configs), deterministic for a seed; another graph is rejected naming
-#   both (exit 3), a measured file without runtimes names file and key (exit 2);
+# - --adapt: blended (the default) or fine-tuned on a file's measured configs (the
+#   generator's true runtimes of half of a test graph's configs), deterministic for a seed;
+#   another graph is rejected naming both (exit 3), a measured file without runtimes names
+#   file and key (exit 2);
+# - --suggest: K distinct configs, deterministic, none of --adapt's measured ones; usage
+#   errors for the options that need it;
 # - cmake --install to a prefix; the example project finds it with find_package(tpuperf),
 #   builds against it alone, and ranks as tpuperf-rank does.
 # Usage: test_rank.sh BIN_DIR SRC_DIR
@@ -183,21 +186,63 @@ runtime[1::2] = 0
 d["config_runtime"] = runtime
 np.savez(sys.argv[3], **d)
 PY
-expect_rc 0 "$work/adapted.json" rank --adapt "$work/measured.npz" --json "$tile"
-grep -q "adapted 2 fold models of tile:xla to $work/measured.npz" "$work/adapted.json.err" \
-  || { cat "$work/adapted.json.err"; fail "the adaptation is not logged"; }
-expect_rc 0 "$work/adapted2.json" rank --adapt "$work/measured.npz" --json "$tile"
-expect_rc 0 "$work/seed7.json" rank --adapt "$work/measured.npz" --seed 7 --adapt-steps 20 --adapt-lr 0.001 --json "$tile"
+expect_rc 0 "$work/blended.json" rank --adapt "$work/measured.npz" --json "$tile"
+grep -q "adapted tile:xla to $work/measured.npz (.* measured configs) by blending: " "$work/blended.json.err" \
+  || { cat "$work/blended.json.err"; fail "the blend is not logged"; }
+expect_rc 0 "$work/blended2.json" rank --adapt "$work/measured.npz" --json "$tile"
+ft=(--adapt-method finetune)
+expect_rc 0 "$work/adapted.json" rank --adapt "$work/measured.npz" "${ft[@]}" --json "$tile"
+grep -q "adapted 2 fold models of tile:xla to $work/measured.npz (.*) by fine-tuning" "$work/adapted.json.err" \
+  || { cat "$work/adapted.json.err"; fail "the fine-tuning is not logged"; }
+expect_rc 0 "$work/adapted2.json" rank --adapt "$work/measured.npz" "${ft[@]}" --json "$tile"
+expect_rc 0 "$work/seed7.json" rank --adapt "$work/measured.npz" "${ft[@]}" --seed 7 --adapt-steps 20 --adapt-lr 0.001 --json "$tile"
 expect_rc 0 "$work/trained.json" rank --json "$tile"
-$PY - "$work/adapted.json" "$work/adapted2.json" "$work/seed7.json" "$work/trained.json" <<'PY'
+$PY - "$work/adapted.json" "$work/adapted2.json" "$work/seed7.json" "$work/trained.json" "$work/blended.json" "$work/blended2.json" <<'PY'
 import json, sys
-a, again, seed7, trained = (json.load(open(f))["results"][0] for f in sys.argv[1:])
-assert sorted(a["order"]) == list(range(a["configs"])), "the adapted order is not a permutation"
-assert (a["order"], a["score"]) == (again["order"], again["score"]), "the same seed ranks differently"
-assert a["score"] != trained["score"], "adapting changed no score"
+a, again, seed7, trained, blend, blend2 = (json.load(open(f))["results"][0] for f in sys.argv[1:])
+for r in (a, blend):
+    assert sorted(r["order"]) == list(range(r["configs"])), "the adapted order is not a permutation"
+assert (a["order"], a["score"]) == (again["order"], again["score"]), "the same seed fine-tunes differently"
+assert (blend["order"], blend["score"]) == (blend2["order"], blend2["score"]), "the same seed blends differently"
+assert a["score"] != trained["score"], "fine-tuning changed no score"
 assert a["score"] != seed7["score"], "other steps, lr and seed changed no score"
-print("adapted: a permutation, the same for the same seed, other than the run's as trained")
+print("adapted: permutations, the same for the same seed; fine-tuning other than the run's as trained")
 PY
+expect_rc 2 "$work/stepsblend.txt" rank --adapt "$work/measured.npz" --adapt-steps 5 "$tile"
+grep -q -- "--adapt-steps needs --adapt-method finetune" "$work/stepsblend.txt.err" || fail "--adapt-steps with the blend is not refused"
+expect_rc 2 "$work/method.txt" rank --adapt "$work/measured.npz" --adapt-method magic "$tile"
+grep -q -- "--adapt-method is 'magic': blend or finetune" "$work/method.txt.err" || fail "a bad --adapt-method is not named"
+
+step "--suggest: what to measure next, none of the measured configs, deterministic"
+expect_rc 0 "$work/suggest.json" rank --suggest 4 --json "$tile" "$layout"
+expect_rc 0 "$work/suggest_m.json" rank --adapt "$work/measured.npz" --suggest 4 --json "$tile"
+expect_rc 0 "$work/suggest_m2.json" rank --adapt "$work/measured.npz" --suggest 4 --json "$tile"
+expect_rc 0 "$work/suggest.txt" rank --adapt "$work/measured.npz" --suggest 3 --exploration 0 --diversity 2 "$tile"
+grep -q "^# $tile: tile:xla:.*, suggest 3 of .* configs (.* measured excluded)" "$work/suggest.txt" \
+  || { cat "$work/suggest.txt"; fail "no --suggest header line"; }
+[ "$(tail -n +3 "$work/suggest.txt" | wc -l)" -eq 3 ] || fail "--suggest 3 printed another number of rows"
+$PY - "$work/suggest.json" "$work/suggest_m.json" "$work/suggest_m2.json" "$work/measured.npz" <<'PY'
+import json, sys
+import numpy as np
+plain, m, m2 = (json.load(open(f)) for f in sys.argv[1:4])
+for r in plain["results"] + m["results"]:
+    assert len(r["suggest"]) == 4 == len(set(r["suggest"])), (r["input"], r["suggest"])
+    assert len(r["score"]) == len(r["uncertainty"]) == 4
+    assert all(u >= 0 for u in r["uncertainty"])
+g = np.load(sys.argv[4])
+runtime, feat = g["config_runtime"], g["config_feat"]
+measured_rows = {feat[c].tobytes() for c in np.nonzero(runtime > 0)[0]}
+r = m["results"][0]
+# The measured configs and their copies among the input's.
+assert r["excluded"] == sum(feat[c].tobytes() in measured_rows for c in range(len(feat))), r["excluded"]
+assert all(runtime[c] == 0 for c in r["suggest"]), ("a measured config was suggested", r["suggest"])
+assert r["suggest"] == m2["results"][0]["suggest"], "the same inputs suggest differently"
+print("suggest: 4 distinct configs each, none measured, the same twice")
+PY
+expect_rc 2 "$work/suggestcsv.txt" rank --suggest 2 --csv "$tile"
+grep -q -- "--suggest prints its own rows" "$work/suggestcsv.txt.err" || fail "--suggest with --csv is not refused"
+expect_rc 2 "$work/explore.txt" rank --exploration 2 "$tile"
+grep -q -- "--exploration needs --suggest K" "$work/explore.txt.err" || fail "--exploration without --suggest is not refused"
 other_tile=$(find "$work/gen/npz/tile/xla/test" -name '*.npz' | sort | sed -n 2p)
 expect_rc 3 "$work/other.txt" rank --adapt "$work/measured.npz" "$tile" "$other_tile" "$layout"
 grep -q "$other_tile: graph .* is not the graph this ranker was adapted to ($work/measured.npz)" "$work/other.txt.err" \

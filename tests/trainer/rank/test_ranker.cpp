@@ -5,8 +5,10 @@
 // process each, in the build directory); the tests then load it and rank its test graphs:
 // load errors name the directory and file, rankings are permutations, deterministic and
 // equal to tpuperf-rank's, and malformed or wrong-kind inputs are refused by name; adapted
-// to measured configs of a graph, it ranks that graph only, deterministically for a seed,
-// and learns from the measurements what the run as trained gets backwards.
+// to measured configs of a graph (blended or fine-tuned), it ranks that graph only,
+// deterministically for a seed, and learns from the measurements what the run as trained
+// gets backwards; its suggestions of what to measure next leave out measured configs, are
+// deterministic, and with neither exploration nor diversity follow its ranking.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <tpuperf/ranker.h>
@@ -460,6 +462,7 @@ TEST(Adapt, SameSeedSameModelsAndTheOriginalUntouched) {
   const LayoutInput m = measured(l, measured_configs);
   const std::vector<double> runtimes = pick(reversed_runtimes(before), measured_configs);
   tpuperf::AdaptOptions seed1;
+  seed1.method = tpuperf::AdaptMethod::FineTune;
   seed1.seed = 1;
   const tpuperf::Ranking a = ranker.adapted(l.graph, m.configs, runtimes, seed1).rank(l.graph, l.configs);
   const tpuperf::Ranking b = ranker.adapted(l.graph, m.configs, runtimes, seed1).rank(l.graph, l.configs);
@@ -473,6 +476,15 @@ TEST(Adapt, SameSeedSameModelsAndTheOriginalUntouched) {
   // The original ranker's models are not the adapted ones.
   EXPECT_EQ(ranker.rank(l.graph, l.configs).score, before.score);
   EXPECT_EQ(ranker.adaptation(), nullptr);
+
+  // The blend: the same seed deals the same folds, the same ranking; the original ranks as
+  // before (the fold models are shared, not changed).
+  tpuperf::AdaptOptions blend;
+  blend.seed = 1;
+  const tpuperf::Ranking c = ranker.adapted(l.graph, m.configs, runtimes, blend).rank(l.graph, l.configs);
+  EXPECT_EQ(ranker.adapted(l.graph, m.configs, runtimes, blend).rank(l.graph, l.configs).score, c.score);
+  expect_permutation(c, layout_configs(l));
+  EXPECT_EQ(ranker.rank(l.graph, l.configs).score, before.score);
 }
 
 TEST(Adapt, FileAndArraysAdaptAlikeAndTheResultSaysHow) {
@@ -488,10 +500,24 @@ TEST(Adapt, FileAndArraysAdaptAlikeAndTheResultSaysHow) {
   const tpuperf::Ranker from_arrays = ranker.adapted(a.graph, measured(a, in_file_order).configs, sorted_runtimes);
   EXPECT_EQ(from_file.rank(a.graph, a.configs).score, from_arrays.rank(a.graph, a.configs).score);
 
+  // The default is the blend: 10 measured configs make 2 folds of the cross-validation.
   const tpuperf::Adaptation* how = from_file.adaptation();
   ASSERT_NE(how, nullptr);
   EXPECT_EQ(how->graph, TrainedRun::work + "/measured_some.npz");
   EXPECT_EQ(how->measured_configs, 10);
+  EXPECT_EQ(how->method, "blend");
+  EXPECT_EQ(how->cv_folds, 2);
+  EXPECT_FALSE(how->blend.empty());
+  EXPECT_TRUE(std::isfinite(how->cv_tau_run) && std::isfinite(how->cv_tau));
+  EXPECT_GE(how->cv_tau, how->cv_tau_run) << how->blend << ": the choice is never worse on the held-out folds";
+  EXPECT_GT(how->seconds, 0);
+  // Fine-tuning at its defaults.
+  tpuperf::AdaptOptions fine;
+  fine.method = tpuperf::AdaptMethod::FineTune;
+  const tpuperf::Ranker fine_tuned = ranker.adapted_file(TrainedRun::work + "/measured_some.npz", fine);
+  how = fine_tuned.adaptation();
+  ASSERT_NE(how, nullptr);
+  EXPECT_EQ(how->method, "finetune");
   EXPECT_EQ(how->steps, tpuperf::kDefaultAdaptSteps);
   EXPECT_DOUBLE_EQ(how->lr, 0.001 * tpuperf::kDefaultAdaptLrFraction);  // the run's train.lr: the default
   EXPECT_EQ(how->slate, 10);  // the run's 16, at most the measured configs
@@ -499,6 +525,7 @@ TEST(Adapt, FileAndArraysAdaptAlikeAndTheResultSaysHow) {
   EXPECT_GT(how->seconds, 0);
   EXPECT_TRUE(std::isfinite(how->first_loss) && std::isfinite(how->last_loss));
   tpuperf::AdaptOptions own;
+  own.method = tpuperf::AdaptMethod::FineTune;
   own.steps = 7;
   own.lr = 0.01;
   own.slate = 4;
@@ -528,6 +555,7 @@ TEST(Adapt, BadMeasurementsAreNamed) {
   EXPECT_THAT(error_of([&] { ranker.adapted(a.graph, measured(a, {0}).configs, {1}); }),
               HasSubstr("at least two measured configs"));
   tpuperf::AdaptOptions slate1;
+  slate1.method = tpuperf::AdaptMethod::FineTune;
   slate1.slate = 1;
   EXPECT_THAT(error_of([&] { ranker.adapted(a.graph, four.configs, {1, 2, 3, 4}, slate1); }), HasSubstr("slate"));
   // A test file has no runtimes: adapting on it names the file and the key.
@@ -550,32 +578,81 @@ struct Unmeasured {
 // The run ranks `all`; their runtimes are set to the reverse of its order; `count` of them
 // (drawn with a seed) are measured and the ranker adapted to them with default options.
 template <typename Input>
-Unmeasured adapted_to_reversed(const tpuperf::Ranker& ranker, const Input& all, size_t count) {
+Unmeasured adapted_to_reversed(const tpuperf::Ranker& ranker, const Input& all, size_t count,
+                               tpuperf::AdaptMethod method) {
   const tpuperf::Ranking trained = ranker.rank(all.graph, all.configs);
   const std::vector<double> runtime = reversed_runtimes(trained);
   const auto [measured_configs, rest] = split_configs(runtime.size(), count, 3);
+  tpuperf::AdaptOptions options;
+  options.method = method;
   const tpuperf::Ranker tuned =
-      ranker.adapted(all.graph, measured(all, measured_configs).configs, pick(runtime, measured_configs));
+      ranker.adapted(all.graph, measured(all, measured_configs).configs, pick(runtime, measured_configs), options);
   return {pick(trained.score, rest), pick(tuned.rank(all.graph, all.configs).score, rest), pick(runtime, rest)};
 }
 
 // 64 of 160 configs are measured; on the other 96 the adapted ranker must do clearly better
-// than the run as trained, which gets every pair wrong there.
+// than the run as trained, which gets every pair wrong there: blended and fine-tuned.
 TEST(Adapt, LearnsFromMeasurementsWhatTheRunRanksBackwards) {
   constexpr size_t kConfigs = 160, kMeasured = 64;
-  const Unmeasured tile = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "tile:xla"),
-                                              grown(tile_input(TrainedRun::tile_file), kConfigs), kMeasured);
-  const double before = tpuperf::tile_slowdown_score_from_scores(tile.trained, tile.runtime);
-  const double after = tpuperf::tile_slowdown_score_from_scores(tile.adapted, tile.runtime);
-  EXPECT_LT(before, 0.5);
-  EXPECT_GT(after, before + 0.4) << "tile score on the unmeasured configs";
-  EXPECT_GT(tpuperf::kendall_tau(tile.adapted, tile.runtime), 0.5)
-      << "tile Kendall tau before: " << tpuperf::kendall_tau(tile.trained, tile.runtime);
+  for (const auto method : {tpuperf::AdaptMethod::Blend, tpuperf::AdaptMethod::FineTune}) {
+    SCOPED_TRACE(method == tpuperf::AdaptMethod::Blend ? "blend" : "finetune");
+    const Unmeasured tile = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "tile:xla"),
+                                                grown(tile_input(TrainedRun::tile_file), kConfigs), kMeasured, method);
+    const double before = tpuperf::tile_slowdown_score_from_scores(tile.trained, tile.runtime);
+    const double after = tpuperf::tile_slowdown_score_from_scores(tile.adapted, tile.runtime);
+    EXPECT_LT(before, 0.5);
+    EXPECT_GT(after, before + 0.4) << "tile score on the unmeasured configs";
+    EXPECT_GT(tpuperf::kendall_tau(tile.adapted, tile.runtime), 0.5)
+        << "tile Kendall tau before: " << tpuperf::kendall_tau(tile.trained, tile.runtime);
 
-  const Unmeasured layout = adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "layout:nlp:random"),
-                                                grown(layout_input(TrainedRun::layout_file), kConfigs), kMeasured);
-  const double tau_before = tpuperf::kendall_tau(layout.trained, layout.runtime);
-  EXPECT_LT(tau_before, -0.9);
-  EXPECT_GT(tpuperf::kendall_tau(layout.adapted, layout.runtime), 0.5)
-      << "layout Kendall tau on the unmeasured configs, before: " << tau_before;
+    const Unmeasured layout =
+        adapted_to_reversed(tpuperf::Ranker(TrainedRun::run, "layout:nlp:random"),
+                            grown(layout_input(TrainedRun::layout_file), kConfigs), kMeasured, method);
+    const double tau_before = tpuperf::kendall_tau(layout.trained, layout.runtime);
+    EXPECT_LT(tau_before, -0.9);
+    EXPECT_GT(tpuperf::kendall_tau(layout.adapted, layout.runtime), 0.5)
+        << "layout Kendall tau on the unmeasured configs, before: " << tau_before;
+  }
+}
+
+TEST(Suggest, LeavesOutMeasuredConfigsAndIsDeterministic) {
+  const tpuperf::Ranker ranker(TrainedRun::run, "layout:nlp:random");
+  const LayoutInput l = layout_input(TrainedRun::layout_file);
+  const tpuperf::Ranking r = ranker.rank(l.graph, l.configs);
+  tpuperf::SuggestOptions o;
+  o.count = 5;
+  o.exclude = {r.order[0], r.order[1]};
+  const tpuperf::Suggestion s = ranker.suggest(l.graph, l.configs, o);
+  ASSERT_EQ(s.configs.size(), 5u);
+  EXPECT_EQ(s.candidates, static_cast<int64_t>(layout_configs(l)));
+  EXPECT_EQ(s.score.size(), 5u);
+  EXPECT_EQ(s.uncertainty.size(), 5u);
+  for (int64_t c : s.configs) EXPECT_TRUE(c != r.order[0] && c != r.order[1]) << c << " was measured";
+  EXPECT_EQ(ranker.suggest(l.graph, l.configs, o).configs, s.configs);
+  EXPECT_EQ(ranker.suggest_file(TrainedRun::layout_file, o).configs, s.configs);
+  for (double u : s.uncertainty) EXPECT_GE(u, 0);
+  // Neither exploration nor diversity: the ranking's order (the same standardized ensemble),
+  // the measured ones left out.
+  o.exploration = o.diversity = 0;
+  o.count = 6;
+  const tpuperf::Suggestion plain = ranker.suggest(l.graph, l.configs, o);
+  EXPECT_EQ(plain.configs, std::vector<int64_t>(r.order.begin() + 2, r.order.begin() + 8));
+  // An adapted ranker suggests from its adaptation, for its graph only.
+  const auto [measured_configs, rest] = split_configs(layout_configs(l), 24, 1);
+  const tpuperf::Ranker tuned =
+      ranker.adapted(l.graph, measured(l, measured_configs).configs, pick(reversed_runtimes(r), measured_configs));
+  o.exclude = measured_configs;
+  for (int64_t c : tuned.suggest(l.graph, l.configs, o).configs)
+    EXPECT_EQ(std::count(measured_configs.begin(), measured_configs.end(), c), 0) << c << " was measured";
+  // Bad options name the option.
+  o.count = 0;
+  EXPECT_THAT(error_of([&] { ranker.suggest(l.graph, l.configs, o); }), HasSubstr("count"));
+  o.count = 1;
+  o.exclude = {static_cast<int64_t>(layout_configs(l))};
+  EXPECT_THAT(error_of([&] { ranker.suggest(l.graph, l.configs, o); }), HasSubstr("exclude"));
+  // A tile ranker suggests tile configs.
+  const tpuperf::Ranker tile(TrainedRun::run, "tile:xla");
+  const TileInput t = tile_input(TrainedRun::tile_file);
+  EXPECT_EQ(tile.suggest(t.graph, t.configs).configs.size(),
+            std::min<size_t>(8, t.configs.config_feat.size() / 24));
 }

@@ -1,4 +1,4 @@
-#include "trainer/train/sampler.h"
+#include "trainer/fit/sampler.h"
 
 #include <algorithm>
 #include <climits>

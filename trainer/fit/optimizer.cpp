@@ -1,4 +1,4 @@
-#include "trainer/train/optimizer.h"
+#include "trainer/fit/optimizer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "trainer/train/optimizer.h"
+#include "trainer/fit/optimizer.h"
 
 namespace tpuperf {
 namespace {

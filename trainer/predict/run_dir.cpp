@@ -1,4 +1,4 @@
-#include "trainer/rank/run_dir.h"
+#include "trainer/predict/run_dir.h"
 
 #include <filesystem>
 

@@ -1,4 +1,4 @@
-#include "trainer/rank/graph_scoring.h"
+#include "trainer/predict/graph_scoring.h"
 
 #include <torch/torch.h>
 

@@ -12,7 +12,7 @@
 #include "common/base/error.h"
 #include "common/metrics/metrics.h"
 #include "trainer/train/cost_model.h"
-#include "trainer/train/sampler.h"
+#include "trainer/fit/sampler.h"
 
 namespace tpuperf {
 namespace {
