@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""An autotuner on tpuperf: measure a graph's configs a few at a time, choosing which to
-measure next with the ranker, and adapt the ranker to what it measured.
+"""An autotuner on tpuperf: measure a graph's configs a few at a time, asking the ranker
+which to measure next, and adapt the ranker to what it measured.
 
     autotune.py --run RUN_DIR --graph FILE.npz --runtimes RUNTIMES.npz --plot OUT.png
-                [--collection C] [--budget N] [--batch K] [--steps S] [--seed S] [--json OUT.json]
+                [--collection C] [--budget N] [--batch K] [--method blend|finetune]
+                [--exploration X] [--seed S] [--json OUT.json]
 
 FILE.npz is the graph in the release's format (its configs are the candidates);
 RUNTIMES.npz holds every config's runtime (config_runtime, for tile over
@@ -11,9 +12,10 @@ config_runtime_normalizers when it has them): a train or valid file itself, or f
 generated test file the generator's truth/ twin. measure() looks the runtime up there; a
 real autotuner would compile and run the config instead.
 
-Each round ranks the candidates and measures the K best not measured yet, then adapts a
-copy of the run's ranker to every measurement so far (Ranker.adapted; from 2
-measurements on). The plot shows the best runtime found against the number of
+Each round measures the K configs Ranker.suggest picks among those not measured yet
+(the predicted cost traded against the fold models' disagreement, the batch kept
+diverse), then adapts the run's ranker to every measurement so far (Ranker.adapted, by
+default the blend; from 2 measurements on). The plot shows the best runtime found against the number of
 measurements, beside the run's ranker as trained (its order, no adaptation) and a random
 order; --json writes the same curves.
 """
@@ -57,26 +59,27 @@ def measured_rows(graph, kind, configs):
     return {"node_config_ids": graph["node_config_ids"], "node_config_feat": graph["node_config_feat"][configs]}
 
 
-def next_configs(ranker, graph, measured, k):
-    """The k configs the ranker puts first among those not measured yet."""
-    order = ranker.rank(graph)["order"]
-    return [int(c) for c in order if c not in measured][:k]
-
-
-def autotune(ranker, graph, name, measure, budget, batch, steps, seed):
-    """Measures up to budget configs; returns the configs in the order measured."""
+def autotune(ranker, graph, name, measure, budget, batch, method, exploration, seed):
+    """Measures up to budget configs (fewer when the rest are copies of measured ones:
+    suggest never picks those); returns the configs in the order measured."""
     measured, runtimes = [], []
     current = ranker
     while len(measured) < budget:
-        for c in next_configs(current, graph, set(measured), min(batch, budget - len(measured))):
-            measured.append(c)
-            runtimes.append(measure(c))
+        k = min(batch, budget - len(measured))
+        suggested = current.suggest(graph, count=k, exploration=exploration, exclude=measured, name=name)["configs"]
+        if len(suggested) == 0:
+            break  # every config left is a copy of a measured one: nothing new to learn
+        for c in suggested:
+            measured.append(int(c))
+            runtimes.append(measure(int(c)))
         if len(measured) >= 2 and len(measured) < budget:
-            current = ranker.adapted(graph, measured_rows(graph, ranker.kind, measured), runtimes, steps=steps,
+            current = ranker.adapted(graph, measured_rows(graph, ranker.kind, measured), runtimes, method=method,
                                      seed=seed, name=name)
             a = current.adaptation
-            print(f"{len(measured):4d} measured, best {min(runtimes):.6g}; adapted in {a['seconds']:.2f} s "
-                  f"(loss {a['first_loss']:.4f} -> {a['last_loss']:.4f})", file=sys.stderr)
+            how = (f"{a['blend']}, held-out tau {a['cv_tau']:.3f} (run {a['cv_tau_run']:.3f})" if a["method"] == "blend"
+                   else f"loss {a['first_loss']:.4f} -> {a['last_loss']:.4f}")
+            print(f"{len(measured):4d} measured, best {min(runtimes):.6g}; adapted in {a['seconds']:.2f} s: {how}",
+                  file=sys.stderr)
     return measured
 
 
@@ -112,7 +115,8 @@ def main():
     p.add_argument("--collection", help="whose models rank (default: the run's only one of the graph's kind)")
     p.add_argument("--budget", type=int, default=32, help="configs to measure")
     p.add_argument("--batch", type=int, default=4, help="configs measured per round")
-    p.add_argument("--steps", type=int, default=0, help="adaptation steps per fold model (0: the default)")
+    p.add_argument("--method", default="blend", choices=("blend", "finetune"), help="how to adapt (Ranker.adapted)")
+    p.add_argument("--exploration", type=float, default=1.0, help="Ranker.suggest's weight of the models' disagreement")
     p.add_argument("--seed", type=int, default=0, help="adaptation's and the random order's seed")
     p.add_argument("--plot", required=True, help="the picture (.png or .svg)")
     p.add_argument("--json", help="the curves as JSON")
@@ -129,11 +133,12 @@ def main():
     def measure(config):
         return float(y[config])
 
-    adaptive = autotune(ranker, graph, name, measure, budget, args.batch, args.steps, args.seed)
-    as_trained = [int(c) for c in ranker.rank(graph)["order"][:budget]]
-    random = np.random.default_rng(args.seed).permutation(len(y))[:budget].tolist()
+    adaptive = autotune(ranker, graph, name, measure, budget, args.batch, args.method, args.exploration, args.seed)
+    n = len(adaptive)  # the baselines measure as many
+    as_trained = [int(c) for c in ranker.rank(graph)["order"][:n]]
+    random = np.random.default_rng(args.seed).permutation(len(y))[:n].tolist()
     curves = {
-        "tpuperf, adapted as it measures": best_so_far(adaptive, y),
+        "tpuperf: suggest, measure, adapt": best_so_far(adaptive, y),
         "tpuperf as trained (its order)": best_so_far(as_trained, y),
         "random order": best_so_far(random, y),
     }
@@ -144,7 +149,7 @@ def main():
             json.dump({"collection": ranker.collection, "graph": args.graph, "configs": len(y), "true_best": y.min(),
                        "measured": adaptive, "best_so_far": curves}, f, indent=1)
     for label, best in curves.items():
-        print(f"{label}: best after {budget} measurements {best[-1] / y.min():.4f} x the best of all")
+        print(f"{label}: best after {n} measurements {best[-1] / y.min():.4f} x the best of all")
     print(f"wrote {args.plot}")
 
 

@@ -103,13 +103,58 @@ py::dict ranking_dict(Ranking&& r) {
   return d;
 }
 
-AdaptOptions adapt_options(int64_t steps, double lr, int64_t slate, uint64_t seed) {
+AdaptOptions adapt_options(const std::string& method, int64_t steps, double lr, int64_t slate, uint64_t seed) {
   AdaptOptions o;
+  if (method != "blend" && method != "finetune")
+    throw Error("is '" + method + "': blend or finetune", "", "method");
+  o.method = method == "finetune" ? AdaptMethod::FineTune : AdaptMethod::Blend;
   o.steps = steps;
   o.lr = lr;
   o.slate = slate;
   o.seed = seed;
   return o;
+}
+
+SuggestOptions suggest_options(int64_t count, double exploration, double diversity, std::vector<int64_t> exclude) {
+  SuggestOptions o;
+  o.count = count;
+  o.exploration = exploration;
+  o.diversity = diversity;
+  o.exclude = std::move(exclude);
+  return o;
+}
+
+py::dict suggestion_dict(Suggestion&& s) {
+  py::dict d;
+  d["configs"] = to_numpy(std::move(s.configs));
+  d["score"] = to_numpy(std::move(s.score));
+  d["uncertainty"] = to_numpy(std::move(s.uncertainty));
+  d["collection"] = s.collection;
+  d["name"] = s.name;
+  d["candidates"] = s.candidates;
+  return d;
+}
+
+py::dict adaptation_dict(const Adaptation& a) {
+  py::dict d;
+  d["graph"] = a.graph;
+  d["measured_configs"] = a.measured_configs;
+  d["method"] = a.method;
+  d["seed"] = a.seed;
+  d["seconds"] = a.seconds;
+  d["blend"] = a.blend;
+  d["weight_run"] = a.weight_run;
+  d["weight_fit"] = a.weight_fit;
+  d["cv_folds"] = a.cv_folds;
+  d["cv_tau_run"] = a.cv_tau_run;
+  d["cv_tau"] = a.cv_tau;
+  d["steps"] = a.steps;
+  d["lr"] = a.lr;
+  d["slate"] = a.slate;
+  d["loss"] = a.loss;
+  d["first_loss"] = a.first_loss;
+  d["last_loss"] = a.last_loss;
+  return d;
 }
 
 // One Ranker and the lock its callers take turns on.
@@ -158,21 +203,25 @@ struct PyRanker {
     return std::make_unique<PyRanker>(locked([&](const Ranker& r) { return r.adapted_file(path, o); }));
   }
 
+  py::dict suggest(const std::string& name, const py::dict& graph, const py::dict& candidates,
+                   const SuggestOptions& o) {
+    const RankGraph g = rank_graph(name, graph);
+    if (tile()) {
+      const TileCandidates c = tile_candidates(candidates);
+      return suggestion_dict(locked([&](const Ranker& r) { return r.suggest(g, c, o); }));
+    }
+    const LayoutCandidates c = layout_candidates(candidates);
+    return suggestion_dict(locked([&](const Ranker& r) { return r.suggest(g, c, o); }));
+  }
+
+  py::dict suggest_file(const std::string& path, const SuggestOptions& o) {
+    return suggestion_dict(locked([&](const Ranker& r) { return r.suggest_file(path, o); }));
+  }
+
   py::object adaptation() const {
     const Adaptation* a = ranker.adaptation();
     if (!a) return py::none();
-    py::dict d;
-    d["graph"] = a->graph;
-    d["measured_configs"] = a->measured_configs;
-    d["steps"] = a->steps;
-    d["lr"] = a->lr;
-    d["slate"] = a->slate;
-    d["seed"] = a->seed;
-    d["loss"] = a->loss;
-    d["first_loss"] = a->first_loss;
-    d["last_loss"] = a->last_loss;
-    d["seconds"] = a->seconds;
-    return std::move(d);
+    return adaptation_dict(*a);
   }
 };
 
@@ -266,6 +315,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("layout_config_dim") = kLayoutConfigDim;
   m.attr("default_adapt_steps") = kDefaultAdaptSteps;
   m.attr("default_adapt_lr_fraction") = kDefaultAdaptLrFraction;
+  m.attr("blend_max_measured") = kBlendMaxMeasured;
+  m.attr("blend_min_measured") = kBlendMinMeasured;
 
   py::class_<PyRanker>(m, "Ranker")
       .def(py::init(&load_ranker), py::arg("run_dir"), py::arg("collection"), py::arg("threads"), py::arg("fused"),
@@ -277,11 +328,24 @@ PYBIND11_MODULE(_core, m) {
       .def("rank_file", &PyRanker::rank_file, py::arg("path"))
       .def("adapted",
            [](PyRanker& r, const std::string& name, const py::dict& graph, const py::dict& measured,
-              const std::vector<double>& runtimes, int64_t steps, double lr, int64_t slate, uint64_t seed) {
-             return r.adapted(name, graph, measured, runtimes, adapt_options(steps, lr, slate, seed));
+              const std::vector<double>& runtimes, const std::string& method, int64_t steps, double lr, int64_t slate,
+              uint64_t seed) {
+             return r.adapted(name, graph, measured, runtimes, adapt_options(method, steps, lr, slate, seed));
            })
-      .def("adapted_file", [](PyRanker& r, const std::string& path, int64_t steps, double lr, int64_t slate,
-                              uint64_t seed) { return r.adapted_file(path, adapt_options(steps, lr, slate, seed)); });
+      .def("adapted_file",
+           [](PyRanker& r, const std::string& path, const std::string& method, int64_t steps, double lr,
+              int64_t slate, uint64_t seed) {
+             return r.adapted_file(path, adapt_options(method, steps, lr, slate, seed));
+           })
+      .def("suggest",
+           [](PyRanker& r, const std::string& name, const py::dict& graph, const py::dict& candidates, int64_t count,
+              double exploration, double diversity, std::vector<int64_t> exclude) {
+             return r.suggest(name, graph, candidates, suggest_options(count, exploration, diversity, std::move(exclude)));
+           })
+      .def("suggest_file", [](PyRanker& r, const std::string& path, int64_t count, double exploration,
+                              double diversity, std::vector<int64_t> exclude) {
+        return r.suggest_file(path, suggest_options(count, exploration, diversity, std::move(exclude)));
+      });
 
   m.def("trained_collections", &trained_collections, py::arg("run_dir"));
   m.def("read_metrics", [](const std::string& path) { return metrics_columns(read_metrics(path)); });

@@ -5,9 +5,13 @@
 - bad inputs raise tpuperf.Error naming the file (or graph) and key: a missing file, a
   file of the other kind, a bad shape, a missing key, a value that does not fit, a bad
   run directory or collection;
-- adaptation: the same seed gives the same scores (one thread), another seed others;
-  adapted() on arrays equals adapted_file() on the same measurements and tpuperf-rank
-  --adapt; an adapted ranker refuses another graph naming both;
+- adaptation, blend and finetune: the same seed gives the same scores (one thread),
+  finetune another seed others; adapted() on arrays equals adapted_file() on the same
+  measurements and tpuperf-rank --adapt; an adapted ranker refuses another graph naming
+  both;
+- suggest: equal to tpuperf-rank --suggest --json (path and arrays, tile and layout, and
+  adapted with the measured configs excluded); exclude= is never suggested; bad options
+  are named;
 - two Python threads sharing one Ranker get what one thread gets;
 - cmake --install puts the package where Debian's python3 imports it from under the
   prefix (lib/python3.X/dist-packages), and the installed copy ranks the same.
@@ -141,30 +145,69 @@ g = dict(np.load(tile))
 truth = np.load(tile.replace(os.sep + "npz" + os.sep, os.sep + "truth" + os.sep))
 runtime = truth["config_runtime"].copy()
 measured = np.arange(0, len(runtime), 2)
+check(len(measured) >= tpuperf._core.blend_min_measured, f"{len(measured)} measured configs: too few to blend")
 y = runtime[measured] / truth["config_runtime_normalizers"][measured]
-adapt = lambda seed: t_ranker.adapted(g, {"config_feat": g["config_feat"][measured]}, y, steps=20, seed=seed)
-a, again, other = adapt(5), adapt(5), adapt(6)
-score = lambda r: r.rank(g)["score"]
-check(np.array_equal(score(a), score(again)), "the same seed adapted to other scores")
-check(not np.array_equal(score(a), score(other)), "another seed adapted to the same scores")
-check(not np.array_equal(score(a), score(t_ranker)), "adapting changed no score")
-info = a.adaptation
-check(info["measured_configs"] == len(measured) and info["steps"] == 20 and info["seed"] == 5,
-      f"adaptation {info}")
-check(t_ranker.adaptation is None, "the trained ranker reports an adaptation")
 runtime[1::2] = 0  # the odd configs not measured
 measured_npz = os.path.join(WORK, "measured.npz")
 np.savez(measured_npz, **dict(g, config_runtime=runtime))
-from_file = t_ranker.adapted_file(measured_npz, steps=20, seed=5)
-check(np.array_equal(score(from_file), score(a)), "adapted_file ranks otherwise than adapted on the same configs")
-check(from_file.adaptation["graph"] == measured_npz, "adapted_file's adaptation does not name the file")
-cli = json.loads(tpuperf_rank("--adapt", measured_npz, "--adapt-steps", "20", "--seed", "5", "--json", tile))
-check(cli["results"][0]["order"] == from_file.rank(tile)["order"].tolist(), "tpuperf-rank --adapt ranks otherwise")
+score = lambda r: r.rank(g)["score"]
+check(t_ranker.adaptation is None, "the trained ranker reports an adaptation")
+for method, options, cli_options in (("finetune", {"steps": 20}, ["--adapt-method", "finetune", "--adapt-steps", "20"]),
+                                     ("blend", {}, [])):
+    adapt = lambda seed: t_ranker.adapted(g, {"config_feat": g["config_feat"][measured]}, y, method=method, seed=seed,
+                                          **options)
+    a, again = adapt(5), adapt(5)
+    check(np.array_equal(score(a), score(again)), f"{method}: the same seed adapted to other scores")
+    info = a.adaptation
+    check(info["method"] == method and info["measured_configs"] == len(measured) and info["seed"] == 5,
+          f"{method}: adaptation {info}")
+    if method == "finetune":
+        check(info["steps"] == 20 and info["loss"], f"finetune: adaptation {info}")
+        check(not np.array_equal(score(a), score(adapt(6))), "finetune: another seed adapted to the same scores")
+        check(not np.array_equal(score(a), score(t_ranker)), "finetune: adapting changed no score")
+    else:
+        check(info["cv_folds"] > 0 and info["blend"] and info["weight_run"] + info["weight_fit"] > 0,
+              f"blend: adaptation {info}")
+    from_file = t_ranker.adapted_file(measured_npz, method=method, seed=5, **options)
+    # The same order; the blend's scores to the last bits only (its ridge's sums over the
+    # measured configs' rows come out 1e-15 apart when those rows lie elsewhere in memory).
+    check(np.array_equal(from_file.rank(g)["order"], a.rank(g)["order"]), f"{method}: adapted_file orders otherwise")
+    check(np.allclose(score(from_file), score(a), rtol=0, atol=0 if method == "finetune" else 1e-12),
+          f"{method}: adapted_file scores otherwise than adapted")
+    check(from_file.adaptation["graph"] == measured_npz, f"{method}: adapted_file's adaptation does not name the file")
+    cli = json.loads(tpuperf_rank("--adapt", measured_npz, *cli_options, "--seed", "5", "--json", tile))
+    check(cli["results"][0]["order"] == from_file.rank(tile)["order"].tolist(),
+          f"{method}: tpuperf-rank --adapt ranks otherwise")
+    print(f"{method}: same seed same scores; arrays = file = tpuperf-rank --adapt; {info['seconds']:.3f} s")
 other_tile = next(t for t in tests if collection_of(t) == "tile:xla" and t != tile)
 raises(lambda: a.rank(other_tile), other_tile, "is not the graph this ranker was adapted to")
 raises(lambda: t_ranker.adapted(g, {"config_feat": g["config_feat"][:2]}, [1.0]), "runtimes")
 raises(lambda: t_ranker.adapted_file(tile), tile, "config_runtime")
-print("same seed same scores; arrays = file = tpuperf-rank --adapt; another graph refused")
+raises(lambda: t_ranker.adapted_file(measured_npz, method="ridge"), "method", "blend or finetune")
+print("another graph, too few runtimes, a file without runtimes, an unknown method: refused")
+
+step("suggest: what tpuperf-rank --suggest prints, measured configs excluded")
+for path in (tile, layout):
+    ranker = rankers[collection_of(path)]
+    mine = ranker.suggest(path, count=4, exploration=0.5, diversity=2.0)
+    cli = json.loads(tpuperf_rank("--suggest", "4", "--exploration", "0.5", "--diversity", "2", "--json", path))
+    theirs = cli["results"][0]
+    check(mine["configs"].tolist() == theirs["suggest"] and np.allclose(mine["score"], theirs["score"])
+          and np.allclose(mine["uncertainty"], theirs["uncertainty"]), f"{path}: {mine} / {theirs}")
+    check(mine["candidates"] == theirs["configs"] and mine["collection"] == collection_of(path), f"{path}: {mine}")
+    from_arrays = ranker.suggest(np.load(path), count=4, exploration=0.5, diversity=2.0)
+    check(np.array_equal(from_arrays["configs"], mine["configs"]), f"{path}: arrays suggest otherwise than the path")
+    skip = mine["configs"][:2]
+    rest = ranker.suggest(np.load(path), count=4, exclude=skip)["configs"]
+    check(not set(skip.tolist()) & set(rest.tolist()), f"{path}: excluded {skip} suggested again: {rest}")
+adapted = t_ranker.adapted_file(measured_npz, seed=5)
+mine = adapted.suggest(g, count=4, exclude=measured, name="x")
+cli = json.loads(tpuperf_rank("--adapt", measured_npz, "--seed", "5", "--suggest", "4", "--json", tile))["results"][0]
+check(mine["configs"].tolist() == cli["suggest"], f"adapted: {mine['configs']} / tpuperf-rank's {cli['suggest']}")
+check(not set(mine["configs"].tolist()) & set(measured.tolist()), "a measured config was suggested")
+raises(lambda: t_ranker.suggest(tile, count=0), "count", "at least 1")
+raises(lambda: t_ranker.suggest(g, exclude=[10**6], name="g"), "g:", "exclude")
+print("tile and layout: equal to tpuperf-rank --suggest; adapted with measured configs excluded; bad options named")
 
 step("two Python threads sharing a ranker take turns and get one thread's results")
 want = {t: rankers[collection_of(t)].rank(t)["score"] for t in tests}

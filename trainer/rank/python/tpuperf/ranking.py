@@ -141,8 +141,11 @@ class Ranker:
 
     @property
     def adaptation(self):
-        """How this ranker was adapted (a dict: graph, measured_configs, steps, lr, slate,
-        seed, loss, first_loss, last_loss, seconds), or None for one loaded as trained."""
+        """How this ranker was adapted, or None for one loaded as trained: a dict of
+        tpuperf::Adaptation's fields: graph, measured_configs, method ("blend" or
+        "finetune"), seed, seconds; blend: blend (what the cross-validation chose, e.g.
+        "run", "ridge alpha=0.1"), weight_run, weight_fit, cv_folds, cv_tau_run, cv_tau;
+        finetune: steps, lr, slate, loss, first_loss, last_loss."""
         return self._core.adaptation
 
     def _candidate_keys(self):
@@ -173,26 +176,49 @@ class Ranker:
         args, source = self._checked(graph, candidates, name)
         return _naming(source, self._core.rank, *args)
 
-    def adapted(self, graph, measured, runtimes, steps=0, lr=0.0, slate=0, seed=0, *, name=None):
-        """A new Ranker fine-tuned on measured configs of this graph (Ranker::adapted).
+    def adapted(self, graph, measured, runtimes, method="blend", steps=0, lr=0.0, slate=0, seed=0, *, name=None):
+        """A new Ranker adapted to measured configs of this graph (Ranker::adapted).
 
         graph: the graph's arrays (a mapping, as for rank); measured: the measured
         candidates' arrays (config_feat rows; node_config_ids and node_config_feat rows),
         runtimes[i] the runtime of measured config i (tile: runtime / normalizer; any unit),
-        each finite and > 0, at least two. steps, lr, slate: 0 = the defaults
-        (AdaptOptions); seed: the slates' and dropout's. This ranker is left as it is; the
-        new one ranks this graph only (another raises tpuperf.Error naming both).
+        each finite and > 0, at least two. method: "blend" (AdaptMethod::Blend: the run's
+        score blended with a ridge fit on the measurements, chosen by cross-validation over
+        them; the run alone unless that helps) or "finetune" (copies of the fold models
+        fine-tuned on them). steps, lr, slate (finetune; 0 = the defaults) and seed (the
+        cross-validation folds; finetune's slates and dropout) as in AdaptOptions. This
+        ranker is left as it is; the new one ranks this graph only (another raises
+        tpuperf.Error naming both).
         """
         (name, g, c), source = self._checked(graph, measured, name)
         y = _as_release_array(runtimes, "runtimes", np.float64, (), source)
-        core = _naming(source, self._core.adapted, name, g, c, y, int(steps), float(lr), int(slate), int(seed))
+        core = _naming(source, self._core.adapted, name, g, c, y, method, int(steps), float(lr), int(slate), int(seed))
         return Ranker._wrap(core)
 
-    def adapted_file(self, path, steps=0, lr=0.0, slate=0, seed=0):
+    def adapted_file(self, path, method="blend", steps=0, lr=0.0, slate=0, seed=0):
         """Ranker::adapted_file: adapted to a release-format .npz's measured configs (tile:
         config_runtime / config_runtime_normalizers; layout: config_runtime; 0 = not
         measured). The options as for adapted."""
-        return Ranker._wrap(self._core.adapted_file(os.fspath(path), int(steps), float(lr), int(slate), int(seed)))
+        core = self._core.adapted_file(os.fspath(path), method, int(steps), float(lr), int(slate), int(seed))
+        return Ranker._wrap(core)
+
+    def suggest(self, graph, candidates=None, count=8, exploration=1.0, diversity=1.0, exclude=(), *, name=None):
+        """The count configs to measure next (Ranker::suggest, SuggestOptions): greedily the
+        lowest predicted cost less exploration x the fold models' disagreement, plus
+        diversity x the similarity to the configs picked before it; exclude: candidate
+        indices already measured (never suggested, nor configs identical to them). An
+        adapted ranker predicts with its adaptation. graph and candidates as for rank (a
+        path: Ranker::suggest_file). Returns a dict: configs (int64 array, in the order to
+        measure them), score and uncertainty (float64 arrays per suggested config: the
+        predicted cost standardized over the candidates, lower = faster, and the fold
+        models' disagreement in the same units), collection, name, candidates (the graph's
+        configs).
+        """
+        options = (int(count), float(exploration), float(diversity), [int(c) for c in exclude])
+        if _is_path(graph):
+            return self._core.suggest_file(os.fspath(graph), *options)
+        args, source = self._checked(graph, candidates, name)
+        return _naming(source, self._core.suggest, *args, *options)
 
     def __repr__(self):
         adapted = f", adapted to {self.adaptation['graph']}" if self.adaptation else ""
