@@ -142,7 +142,7 @@ def main():
         "tpuperf as trained (its order)": best_so_far(as_trained, y),
         "random order": best_so_far(random, y),
     }
-    title = f"{ranker.collection} {name}: {len(y)} configs, {ranker.folds} fold models"
+    title = f"{ranker.collection} {name}\n{len(y)} configs, {ranker.folds} fold models, {args.batch} measured a round"
     plot(curves, float(y.min()), title, args.plot)
     if args.json:
         with open(args.json, "w") as f:

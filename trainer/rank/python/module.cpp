@@ -301,8 +301,8 @@ PYBIND11_MODULE(_core, m) {
   error_type = PyErr_NewException("tpuperf.Error", PyExc_ValueError, nullptr);
   m.attr("Error") = py::handle(error_type);
   py::register_exception_translator(translate_errors);
-  // The module's own copy of the logger (its static code is private to it): to stderr in
-  // the tools' format, as the C++ side logs (adaptations log a line each).
+  // tpuperf's logger, set up as the tools set it up: to stderr in their format (an
+  // adaptation logs a line).
   init_logging(-1, "info");
   m.def("set_log_level", &set_log_level, py::arg("level"),
         "trace, debug, info (the default), warn, error, critical or off.");
