@@ -11,15 +11,17 @@
 # LibTorch thread: model load, reading the file, Ranker::rank on in-memory arrays (median
 # and min of REPEATS after a warm-up) and Ranker::rank_file. When the Python package is
 # built (BUILD_DIR/python/tpuperf), tests/bench/rank_latency.py makes the same calls from
-# Python (tpuperf.Ranker) right after the C++ ones, for the section's second table.
+# Python (tpuperf.Ranker) for the section's second table: PAIRS processes each, alternating
+# with rank_latency's, after the C++ calls of the first table.
 #
-# Usage: tests/bench/bench_rank.sh [BUILD_DIR]   (REPEATS=5, TPUPERF_BENCH_DIR=/tmp/tpuperf-bench-rank)
+# Usage: tests/bench/bench_rank.sh [BUILD_DIR]   (REPEATS=5, PAIRS=3, TPUPERF_BENCH_DIR=/tmp/tpuperf-bench-rank)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRC/build}
 BIN=$BUILD/bin
 W=${TPUPERF_BENCH_DIR:-/tmp/tpuperf-bench-rank}
 REPEATS=${REPEATS:-5}
+PAIRS=${PAIRS:-3}
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$W"
@@ -54,23 +56,29 @@ $PY "$SRC/tests/bench/make_rank_inputs.py" --template "$W/gen/npz" --out "$W/inp
 
 echo "== latency, 1 thread, $REPEATS calls each"
 : > "$W/latency.tsv"
-: > "$W/python.tsv"
+: > "$W/python.tsv" "$W/cpp_pairs.tsv"
 # The 100k-config file's call takes minutes: one cold call.
 for spec in tile:xla:tile_1k:$REPEATS layout:xla:random:layout_10k_nodes_1k:$REPEATS \
             layout:xla:random:layout_10k_nodes_100k:0; do
   IFS=: read -r -a part <<< "$spec"
   collection=$(IFS=:; echo "${part[*]:0:${#part[@]}-2}")
   "$BIN/rank_latency" "$W/run" "$collection" "$W/inputs/${part[-2]}.npz" "${part[-1]}" 1 | tee -a "$W/latency.tsv"
+  # From Python: PAIRS alternations of a C++ and a Python process, so that both sides see
+  # the same load (a shared machine's load moves a call by more than the difference).
   if [ -d "$BUILD/python/tpuperf" ] && [ "${part[-1]}" -gt 0 ]; then
-    PYTHONPATH="$BUILD/python" $PY "$SRC/tests/bench/rank_latency.py" "$W/run" "$collection" \
-      "$W/inputs/${part[-2]}.npz" "${part[-1]}" 1 2>> "$W/python.log" | tee -a "$W/python.tsv"
+    for _ in $(seq "$PAIRS"); do
+      "$BIN/rank_latency" "$W/run" "$collection" "$W/inputs/${part[-2]}.npz" "${part[-1]}" 1 >> "$W/cpp_pairs.tsv"
+      PYTHONPATH="$BUILD/python" $PY "$SRC/tests/bench/rank_latency.py" "$W/run" "$collection" \
+        "$W/inputs/${part[-2]}.npz" "${part[-1]}" 1 2>> "$W/python.log" | tee -a "$W/python.tsv"
+    done
   fi
 done
 "$BIN/rank_latency" "$W/run_late" tile:xla "$W/inputs/tile_1k.npz" "$REPEATS" 1 | sed 's/^[^\t]*/late_join: &/' \
   | tee -a "$W/latency.tsv"
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 
-$PY - "$SRC/tests/bench" "$W/latency.tsv" "$load_start" "$load_end" "$REPEATS" "$W/python.tsv" <<'PY'
+$PY - "$SRC/tests/bench" "$W/latency.tsv" "$load_start" "$load_end" "$REPEATS" "$W/python.tsv" \
+  "$W/cpp_pairs.tsv" <<'PY'
 import datetime, os, sys
 sys.path.insert(0, sys.argv[1])
 from results_md import machine, replace_section
@@ -94,24 +102,35 @@ for f, nodes, conf, configs, distinct, folds, load, read, med, mn, fms, rss in r
     name = f"`{os.path.basename(f)}`" + (" (tile model late_join)" if f.startswith("late_join: ") else "")
     out.append(f"| {name} | {nodes} | {conf if conf != '0' else '-'} | {configs} | {distinct} | "
                f"{folds} | {load} | {read} | {med} | {mn} | {fms if fms != 'nan' else '-'} | {rate:,.0f} | {rss} |")
-cpp = {r[0]: r for r in rows}
-python = [l.rstrip("\n").split("\t") for l in open(sys.argv[6]) if l.strip()]
+def by_file(path):
+    out = {}
+    for l in open(path):
+        if l.strip():
+            f = l.split("\t")
+            out.setdefault(f[0], []).append(f)
+    return out
+def median(values):
+    values = sorted(float(v) for v in values)
+    return values[len(values) // 2]
+python, cpp = by_file(sys.argv[6]), by_file(sys.argv[7])
 if python:
     out += ["",
-            "The same calls from Python (`tpuperf.Ranker`, [docs/python.md](../../docs/python.md)), each input's right "
-            "after its C++ calls above, in one process per input: `rank` on a dict of the file's arrays in the C++ API's "
-            "dtypes (what `Ranker::rank` gets above; the difference is the package's checks, the one copy into "
-            "`RankGraph`'s vectors and the call), and on the arrays as `np.load` gives them (layout `node_config_feat` is "
-            "float32 in the release's files: converted to int8 in every call); `rank(path)` reads the file in C++, as "
-            "`rank_file` does. The last column is one numpy copy of the arrays `rank` hands over (minimum of "
-            f"{sys.argv[5]}), the size of that copy.\n",
-            "| input | configs | C++ rank ms (median) | Python rank ms (median) | Python / C++ | Python rank ms (min) | "
-            "from np.load's dtypes ms | C++ rank_file ms | Python rank(path) ms | copy of the arrays ms |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for f, configs, folds, load, med, mn, release, fms, copy in python:
-        c = cpp[f]
-        out.append(f"| `{os.path.basename(f)}` | {configs} | {c[8]} | {med} | {float(med) / float(c[8]):.3f} | {mn} | "
-                   f"{release} | {c[10]} | {fms} | {copy} |")
+            "The same calls from Python (`tpuperf.Ranker`, [docs/python.md](../../docs/python.md)): per input, "
+            f"{len(next(iter(python.values())))} processes of `tests/bench/rank_latency.py` alternating with as many of "
+            "`rank_latency` (C++), so that both see the same load; each figure is the median over those processes of "
+            "each process's median. `rank` is on a dict of the file's arrays in the C++ API's dtypes (what `Ranker::rank` "
+            "gets; the difference is the package's checks, the one copy into `RankGraph`'s vectors and the call), "
+            "`from np.load's dtypes` on the arrays as the file holds them (layout `node_config_feat` float32, converted "
+            "to int8 in every call); `rank(path)` reads the file in C++, as `rank_file` does. The last column is one "
+            "numpy copy of the arrays `rank` hands over, the size of that copy.\n",
+            "| input | configs | C++ rank ms | Python rank ms | Python / C++ | from np.load's dtypes ms | "
+            "C++ rank_file ms | Python rank(path) ms | copy of the arrays ms |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for f, runs in python.items():
+        c, p = cpp[f], list(zip(*runs))
+        c_rank, p_rank = median(r[8] for r in c), median(p[4])
+        out.append(f"| `{os.path.basename(f)}` | {runs[0][1]} | {c_rank:.2f} | {p_rank:.2f} | {p_rank / c_rank:.3f} | "
+                   f"{median(p[6]):.2f} | {median(r[10] for r in c):.1f} | {median(p[7]):.1f} | {median(p[8]):.2f} |")
 replace_section(os.path.join(sys.argv[1], "RESULTS.md"), "Ranking latency", "\n".join(out) + "\n")
 print("\n".join(out))
 PY
