@@ -1,7 +1,7 @@
 // tpuperf._core: the ranker library (tpuperf/ranker.h) and the C++ readers of what a run
 // writes (metrics.csv, submission.csv), for Python. The package tpuperf (tpuperf/__init__.py)
 // is the public face: it checks and converts the caller's arrays, so this layer takes them
-// exactly as the C++ API's vectors hold them (C-contiguous, the release's dtypes) and copies
+// exactly as the C++ API's vectors hold them (C-contiguous, the API's dtypes) and copies
 // them into those vectors once. Results leave without a copy: their vectors become the
 // numpy arrays' buffers.
 //

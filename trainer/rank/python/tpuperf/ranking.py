@@ -23,7 +23,7 @@ from . import _core
 
 Error = _core.Error
 
-# key -> (the release's dtype, the trailing shape after the first axis; None: any shape,
+# key -> (the C++ API's dtype, the trailing shape after the first axis; None: any shape,
 # flattened)
 _GRAPH_KEYS = {
     "node_feat": (np.float32, (_core.node_feat_dim,)),
@@ -51,7 +51,7 @@ def _source_of(arrays, name):
     return (name or "graph"), (name or "graph")
 
 
-def _as_release_array(value, key, dtype, trailing, source, nc=None):
+def _as_api_array(value, key, dtype, trailing, source, nc=None):
     """value as a C-contiguous array of dtype, converted only when it is not one already."""
     a = np.asarray(value)
     want = np.dtype(dtype)
@@ -77,7 +77,7 @@ def _as_release_array(value, key, dtype, trailing, source, nc=None):
     return a
 
 
-def _release_arrays(arrays, keys, source, required=True):
+def _api_arrays(arrays, keys, source, required=True):
     out = {}
     for key, (dtype, trailing) in keys.items():
         if key not in arrays:
@@ -85,7 +85,7 @@ def _release_arrays(arrays, keys, source, required=True):
                 raise _error("is missing", source, key)
             continue
         nc = len(out["node_config_ids"]) if key == "node_config_feat" else None
-        out[key] = _as_release_array(arrays[key], key, dtype, trailing, source, nc)
+        out[key] = _as_api_array(arrays[key], key, dtype, trailing, source, nc)
     return out
 
 
@@ -155,9 +155,9 @@ class Ranker:
         """(name, graph arrays, candidate arrays) as the C++ API takes them, and the source
         errors name."""
         name, source = _source_of(graph, name)
-        g = _release_arrays(graph, _GRAPH_KEYS, source)
-        g.update(_release_arrays(graph, _OPTIONAL_KEYS, source, required=False))
-        c = _release_arrays(graph if candidates is None else candidates, self._candidate_keys(), source)
+        g = _api_arrays(graph, _GRAPH_KEYS, source)
+        g.update(_api_arrays(graph, _OPTIONAL_KEYS, source, required=False))
+        c = _api_arrays(graph if candidates is None else candidates, self._candidate_keys(), source)
         return (name, g, c), source
 
     def rank(self, graph, candidates=None, *, name=None):
@@ -191,7 +191,7 @@ class Ranker:
         tpuperf.Error naming both).
         """
         (name, g, c), source = self._checked(graph, measured, name)
-        y = _as_release_array(runtimes, "runtimes", np.float64, (), source)
+        y = _as_api_array(runtimes, "runtimes", np.float64, (), source)
         core = _naming(source, self._core.adapted, name, g, c, y, method, int(steps), float(lr), int(slate), int(seed))
         return Ranker._wrap(core)
 
