@@ -115,7 +115,8 @@ constexpr double kDefaultAdaptLrFraction = 0.3;
 // Blend: the measured configs the ridge is fit on at most (a seeded sample beyond it), which
 // bounds its time (cubic in this number).
 constexpr int64_t kBlendMaxMeasured = 512;
-// Blend: fewer measured configs than this are too few to cross-validate: the run alone.
+// Blend: fewer distinct measured configs than this (re-measured copies count once) are
+// too few to cross-validate: the run alone.
 constexpr int64_t kBlendMinMeasured = 8;
 
 // What an adapted Ranker was adapted on and how (the options with defaults resolved).
