@@ -93,7 +93,7 @@ enum class AdaptMethod {
   // (tile: the 24 config features, log-scaled; layout: each configurable node's 18 layout
   // values, one-hot) fit to the measured log runtimes' residual from the run's score. The
   // candidates (the run alone; the residual fit at weights 0.25 .. 1; the ridge alone;
-  // each at ridge penalties 0.01 .. 10) are scored by Kendall's tau on held-out folds of
+  // each at ridge penalties 0.0001 .. 10) are scored by Kendall's tau on held-out folds of
   // the measurements, and one replaces the run only where it beats the run by more than
   // one standard error over the folds: with few or uninformative measurements the
   // adapted ranker ranks as the run does. Milliseconds to a second (kBlendMaxMeasured).
