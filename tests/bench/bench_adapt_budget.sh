@@ -18,9 +18,10 @@
 #    (the next MAX_HELD of the same permutation, with runtimes); a graph whose HELD would
 #    hold fewer than MIN_HELD configs is skipped at that budget. On HELD:
 #      (a) the run as trained: tpuperf-rank --json
-#      (b) the run adapted: tpuperf-rank --adapt MEASURED --seed d --json (default steps and
-#          lr); the seconds quoted are a timing pass's, the same adaptations rerun after the
-#          cells under one flock /work/bench.lock (the machine's timing lock)
+#      (b) the run adapted: tpuperf-rank --adapt MEASURED --seed d --json (the default method,
+#          the blend); the seconds quoted are a timing pass's, the same adaptations rerun
+#          after the cells under one flock /work/bench.lock (the machine's timing lock)
+#      (b') the run fine-tuned: the same with --adapt-method finetune (default steps and lr)
 #      (c) ridge and GBT fit on MEASURED only: baselines.py within --gbt-max-iter GBT_MAX_ITER
 #      (d) tpuperf from scratch on MEASURED only: tpuperf-preprocess + tpuperf-train with
 #          preprocess.folds=1 and SCRATCH_SETTINGS (one tree per slot: the i-th graph of
@@ -176,7 +177,7 @@ cat "$WORK/sources.txt"
 # adapt_budget.py collect for the layout of the cell's directory.
 cell() {
   local B=$1 D=$2 cell=$WORK/cells/b$1-d$2
-  mkdir -p "$cell/b" "$cell/c" "$cell/d"
+  mkdir -p "$cell/b" "$cell/f" "$cell/c" "$cell/d"
   : > "$cell/graphs.txt"
   local slot coll file distinct name
   while read -r slot coll file distinct name; do
@@ -203,6 +204,10 @@ cell() {
     $NICE "$BIN/tpuperf-rank" --run "$RUN" --adapt "${measured[$i]}" --seed "$D" --json \
       "${measured[$i]}" "${held[$i]}" > "$cell/b/$slot-$cu.json" 2> "$cell/b/$slot-$cu.log" \
       || { tail -5 "$cell/b/$slot-$cu.log"; exit 1; }
+    # (b') fine-tuned to MEASURED.
+    $NICE "$BIN/tpuperf-rank" --run "$RUN" --adapt "${measured[$i]}" --adapt-method finetune --seed "$D" --json \
+      "${measured[$i]}" "${held[$i]}" > "$cell/f/$slot-$cu.json" 2> "$cell/f/$slot-$cu.log" \
+      || { tail -5 "$cell/f/$slot-$cu.log"; exit 1; }
     # (c) ridge and GBT on MEASURED.
     $NICE $BL within --tree "$cell/$slot" --collection "$coll" --gbt-max-iter "$GBT_MAX_ITER" \
       --out "$cell/c/$slot-$cu.json" > /dev/null

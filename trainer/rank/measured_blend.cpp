@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -18,8 +20,10 @@ namespace tpuperf {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// Ridge penalties tried (the kernel's diagonal is about 1 for both kinds of rows).
-constexpr double kAlphas[] = {0.01, 0.1, 1.0, 10.0};
+// Ridge penalties tried (the kernel's diagonal is about 1 for both kinds of rows; a layout
+// graph's one-hot kernel averages over hundreds to thousands of columns, which the small
+// penalties are for: with 0.01 the least, the ridge fell well short of its best there, E37).
+constexpr double kAlphas[] = {0.0001, 0.001, 0.01, 0.1, 1.0, 10.0};
 // Weights of the residual fit tried against the run's score (1: the fit wholly).
 constexpr double kResidualWeights[] = {0.25, 0.5, 0.75, 1.0};
 constexpr int kMaxFolds = 5;
@@ -194,6 +198,19 @@ size_t choose(const std::vector<std::vector<double>>& taus) {
   return best;
 }
 
+// The first config of each distinct row; least[first] becomes the least runtime of its copies.
+std::vector<int64_t> distinct_configs(const ConfigRows& rows, std::vector<double>& least) {
+  std::unordered_map<std::string_view, int64_t> first;
+  std::vector<int64_t> out;
+  for (int64_t c = 0; c < rows.size(); ++c) {
+    const std::string_view row(reinterpret_cast<const char*>(rows.row(c)), static_cast<size_t>(rows.width) * sizeof(float));
+    const auto [it, fresh] = first.emplace(row, c);
+    if (fresh) out.push_back(c);
+    else least[static_cast<size_t>(it->second)] = std::min(least[static_cast<size_t>(it->second)], least[static_cast<size_t>(c)]);
+  }
+  return out;
+}
+
 }  // namespace
 
 ConfigRows tile_rows(const std::vector<float>& config_feat) {
@@ -337,19 +354,20 @@ Blend fit_blend(const std::vector<std::vector<double>>& member_scores, const Con
   Blend blend;
   blend.standardizer = fit_standardizer(member_scores);
   blend.cv_tau_run = blend.cv_tau = kNaN;
-  const auto n_all = static_cast<int64_t>(runtimes.size());
-  if (n_all < kBlendMinMeasured) return blend;
-  // The configs the ridge sees, in a seeded order (their first fold_of positions deal the folds).
-  std::vector<int64_t> order(static_cast<size_t>(n_all));
-  std::iota(order.begin(), order.end(), int64_t{0});
+  // Re-measured copies of a config count once, at their least runtime (as preprocessing
+  // dedups): a copy on each side of a fold would let the ridge look better than it is.
+  std::vector<double> least = runtimes;
+  std::vector<int64_t> order = distinct_configs(rows, least);
+  if (static_cast<int64_t>(order.size()) < kBlendMinMeasured) return blend;
+  // The configs the ridge sees, in a seeded order (their positions deal the folds).
   SplitMix64 rng(mix_seed(seed, "blend"));
   for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);  // Fisher-Yates
-  if (n_all > kBlendMaxMeasured) order.resize(static_cast<size_t>(kBlendMaxMeasured));
+  if (static_cast<int64_t>(order.size()) > kBlendMaxMeasured) order.resize(static_cast<size_t>(kBlendMaxMeasured));
   const size_t n = order.size();
   const std::vector<double> r_all = standardized_ensemble(blend.standardizer, member_scores);
   const std::vector<double> r = pick(r_all, order);
   std::vector<double> t(n);
-  for (size_t i = 0; i < n; ++i) t[i] = std::log(runtimes[static_cast<size_t>(order[i])]);
+  for (size_t i = 0; i < n; ++i) t[i] = std::log(least[static_cast<size_t>(order[i])]);
   const double tm = mean_of(t), tsd = sd_of(t, tm);
   for (double& v : t) v = (v - tm) / (tsd > 0 ? tsd : 1.0);
 

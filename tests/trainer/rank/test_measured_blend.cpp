@@ -194,6 +194,20 @@ TEST(MeasuredBlend, SameSeedSameBlendAndTheSeedDealsTheFolds) {
   EXPECT_NE(a.cv_tau_run, c.cv_tau_run) << "another seed deals other folds";
 }
 
+TEST(MeasuredBlend, CopiesOfAConfigCountOnce) {
+  // 7 distinct configs measured, one of them 20 times: fewer than kBlendMinMeasured distinct
+  // ones, so the run alone, however many rows there are.
+  Measured m = measured(7, 0.0, 9);
+  for (int k = 0; k < 20; ++k) {
+    m.rows.values.insert(m.rows.values.end(), m.rows.row(0), m.rows.row(0) + m.rows.width);
+    m.runtime.push_back(m.runtime[0] * (1 + 0.001 * k));
+    for (auto& s : m.members) s.push_back(s[0]);
+  }
+  const tpuperf::Blend b = tpuperf::fit_blend(m.members, m.rows, m.runtime, 0);
+  EXPECT_EQ(b.label, "run");
+  EXPECT_TRUE(std::isnan(b.cv_tau));
+}
+
 TEST(MeasuredBlend, RowsOfBothKinds) {
   const ConfigRows t = tpuperf::tile_rows(std::vector<float>(48, 0.0f));
   EXPECT_EQ(t.width, 24);

@@ -93,7 +93,7 @@ enum class AdaptMethod {
   // (tile: the 24 config features, log-scaled; layout: each configurable node's 18 layout
   // values, one-hot) fit to the measured log runtimes' residual from the run's score. The
   // candidates (the run alone; the residual fit at weights 0.25 .. 1; the ridge alone;
-  // each at ridge penalties 0.01 .. 10) are scored by Kendall's tau on held-out folds of
+  // each at ridge penalties 0.0001 .. 10) are scored by Kendall's tau on held-out folds of
   // the measurements, and one replaces the run only where it beats the run by more than
   // one standard error over the folds: with few or uninformative measurements the
   // adapted ranker ranks as the run does. Milliseconds to a second (kBlendMaxMeasured).
@@ -115,7 +115,8 @@ constexpr double kDefaultAdaptLrFraction = 0.3;
 // Blend: the measured configs the ridge is fit on at most (a seeded sample beyond it), which
 // bounds its time (cubic in this number).
 constexpr int64_t kBlendMaxMeasured = 512;
-// Blend: fewer measured configs than this are too few to cross-validate: the run alone.
+// Blend: fewer distinct measured configs than this (re-measured copies count once) are
+// too few to cross-validate: the run alone.
 constexpr int64_t kBlendMinMeasured = 8;
 
 // What an adapted Ranker was adapted on and how (the options with defaults resolved).
