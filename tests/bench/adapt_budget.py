@@ -240,8 +240,8 @@ def why_not(group, budget, e):
         parts.append("the cross-validation kept the run alone: no fit beat it by a standard error on the "
                      "measurements' folds")
     if e[flat]["score"]["mean"] > ad["score"]["mean"]:
-        parts.append(f"{flat} here reads features the blend's ridge does not (baselines.py's engineered "
-                     "tile and layout aggregates)")
+        parts.append(f"{flat} here reads features the blend's ridge on the raw config values does not (baselines.py's "
+                     "engineered tile and layout aggregates)" + (", and fits their interactions" if flat == "gbt" else ""))
     return "; ".join(parts) + "."
 
 
