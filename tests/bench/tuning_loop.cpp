@@ -14,10 +14,16 @@
 // "trained_order": [the run's order, best first], "trained_score": [per config the run's
 // ensemble score, lower = faster], "load_s", "seconds"}. Deterministic: the same run,
 // files and seed give the same lines.
+//
+// For ablations (the bench uses the defaults): TUNING_LOOP_EXPLORATION and
+// TUNING_LOOP_DIVERSITY set SuggestOptions' weights; TUNING_LOOP_ADAPT_FROM = N suggests
+// with the run as trained until N configs are measured (default 2, the least adapted takes).
 #include <tpuperf/ranker.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -111,6 +117,14 @@ int main(int argc, char** argv) {
   const int64_t budget = std::stoll(argv[3]), batch = std::stoll(argv[4]);
   const uint64_t seed = std::stoull(argv[5]);
   const bool tile = collection.rfind("tile:", 0) == 0;
+  auto env = [](const char* name, double fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::stod(v) : fallback;
+  };
+  const tpuperf::SuggestOptions defaults;
+  const double exploration = env("TUNING_LOOP_EXPLORATION", defaults.exploration);
+  const double diversity = env("TUNING_LOOP_DIVERSITY", defaults.diversity);
+  const auto adapt_from = static_cast<size_t>(std::max(2.0, env("TUNING_LOOP_ADAPT_FROM", 2)));
   std::FILE* out = std::fopen(argv[6], "a");
   if (!out) {
     std::fprintf(stderr, "%s: cannot open %s\n", argv[0], argv[6]);
@@ -138,10 +152,12 @@ int main(int argc, char** argv) {
         tpuperf::SuggestOptions o;
         o.count = std::min(batch, goal - static_cast<int64_t>(measured.size()));
         o.exclude = measured;
+        o.exploration = exploration;
+        o.diversity = diversity;
         std::string blend = "trained";
         double weight_run = 1, weight_fit = 0, adapt_s = 0;
         tpuperf::Suggestion s;
-        if (measured.size() < 2) {  // adapted needs two measured configs: round 0 is the run as trained
+        if (measured.size() < adapt_from) {  // adapted needs two measured configs: round 0 is the run as trained
           s = tile ? ranker.suggest(g.graph, g.tile, o) : ranker.suggest(g.graph, g.layout, o);
         } else {
           tpuperf::AdaptOptions ao;
