@@ -73,11 +73,10 @@ NICE="nice -n $NICE_N"
 PY=/usr/bin/python3
 BL="$PY $HERE/baselines.py"
 AB="$PY $HERE/adapt_budget.py"
-ALL="[tile:xla,layout:xla:random,layout:xla:default,layout:nlp:random,layout:nlp:default]"
-RUN_SETTINGS=(--set preprocess.folds=2 --set train.epochs=8 --set train.steps_per_epoch=20 --set train.lr=0.003
-  --set train.tile_slate=64 --set train.layout_slate=16 --set train.eval_max_configs=100
-  --set model.tile.hidden=32 --set model.tile.layers=2 --set model.layout.hidden=32 --set model.layout.layers=2
-  --set output.tile_keep_default=false)
+# The run's collections ($ALL), RUN_SETTINGS, bench_run_request and train_tree: shared with
+# bench_tuning_loop.sh, which ranks with the same run.
+source "$HERE/bench_run.sh"
+ALL=$BENCH_RUN_COLLECTIONS
 # From scratch on B configs of one graph: 4 epochs of 10 steps at the run's lr and widths. A
 # fixed step count: the trainer's own for a fold of one small graph is 1-2 steps an epoch at
 # B = 16 (a tile slate of 64 holds all 16 configs), which leaves the model untrained; 40
@@ -111,26 +110,6 @@ grep -c '^ok' "$WORK/self-test.log" | xargs echo "checks passed:"
 source "$HERE/bench_tree.sh"
 ensure_bench_tree "$BIN" "$RAW" $NICE
 
-# train_tree DIR NPZ COLLECTIONS RUN SETTINGS...: preprocess NPZ into DIR/processed and
-# train the run RUN.
-train_tree() {
-  local dir=$1 npz=$2 colls=$3 run=$4; shift 4
-  mkdir -p "$dir"
-  rm -rf "$dir/processed" "$run"
-  cat > "$dir/config.yaml" <<YAML
-data:
-  raw_dir: $npz
-  processed_dir: $dir/processed
-  collections: $colls
-output:
-  dir: $run
-YAML
-  mpi "$BIN/tpuperf-preprocess" --config "$dir/config.yaml" "$@" > "$dir/preprocess.log" 2>&1 \
-    || { tail -20 "$dir/preprocess.log"; exit 1; }
-  mpi "$BIN/tpuperf-train" --config "$dir/config.yaml" --fresh "$@" > "$dir/train.log" 2>&1 \
-    || { tail -30 "$dir/train.log"; exit 1; }
-}
-
 RUN=$WORK/run
 RECORDS=$WORK/records.jsonl
 if [ "$TIMING_ONLY" = 1 ]; then
@@ -140,7 +119,7 @@ if [ "$TIMING_ONLY" = 1 ]; then
 else
 # ------------------------------------------------------------------------------ the run
 echo "== the run"
-REQUEST="$ALL ${RUN_SETTINGS[*]} defaults:$("$BIN/tpuperf-train" --help-config | sha256sum | cut -c1-16) tree:$(cat "$RAW/.complete" 2>/dev/null; stat -c %Y "$RAW/.complete")"
+REQUEST=$(bench_run_request "$BIN" "$RAW")
 if [ -f "$RUN/submission.csv" ] && [ "$(cat "$WORK/run-request.txt" 2>/dev/null)" = "$REQUEST" ]; then
   RUN_NOTE="the run kept from $(cat "$WORK/run-when.txt"), trained in $(cat "$WORK/run-seconds.txt") s"
   echo "$RUN_NOTE"
