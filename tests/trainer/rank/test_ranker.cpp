@@ -500,17 +500,28 @@ TEST(Adapt, FileAndArraysAdaptAlikeAndTheResultSaysHow) {
   const tpuperf::Ranker from_arrays = ranker.adapted(a.graph, measured(a, in_file_order).configs, sorted_runtimes);
   EXPECT_EQ(from_file.rank(a.graph, a.configs).score, from_arrays.rank(a.graph, a.configs).score);
 
-  // The default is the blend: 10 measured configs make 2 folds of the cross-validation.
+  // The default is the blend: 10 measured configs are too few to cross-validate, so the
+  // run alone.
   const tpuperf::Adaptation* how = from_file.adaptation();
   ASSERT_NE(how, nullptr);
   EXPECT_EQ(how->graph, TrainedRun::work + "/measured_some.npz");
   EXPECT_EQ(how->measured_configs, 10);
   EXPECT_EQ(how->method, "blend");
-  EXPECT_EQ(how->cv_folds, 2);
-  EXPECT_FALSE(how->blend.empty());
-  EXPECT_TRUE(std::isfinite(how->cv_tau_run) && std::isfinite(how->cv_tau));
-  EXPECT_GE(how->cv_tau, how->cv_tau_run) << how->blend << ": the choice is never worse on the held-out folds";
+  EXPECT_EQ(how->blend, "run");
+  EXPECT_EQ(how->cv_folds, 0);
+  EXPECT_TRUE(std::isnan(how->cv_tau));
   EXPECT_GT(how->seconds, 0);
+  // 32 configs of the grown file (at least 16 distinct) fold 4 or 5 ways; the choice is
+  // never worse on the folds.
+  const TileInput big = grown(a, 64);
+  std::vector<int64_t> some32(32);
+  std::iota(some32.begin(), some32.end(), 32);
+  const tpuperf::Ranker folded = ranker.adapted(big.graph, measured(big, some32).configs, first_runtimes(32));
+  how = folded.adaptation();
+  ASSERT_NE(how, nullptr);
+  EXPECT_GE(how->cv_folds, 4);
+  EXPECT_TRUE(std::isfinite(how->cv_tau_run) && std::isfinite(how->cv_tau));
+  EXPECT_GE(how->cv_tau, how->cv_tau_run) << how->blend;
   // Fine-tuning at its defaults.
   tpuperf::AdaptOptions fine;
   fine.method = tpuperf::AdaptMethod::FineTune;

@@ -116,8 +116,9 @@ constexpr double kDefaultAdaptLrFraction = 0.3;
 // bounds its time (cubic in this number).
 constexpr int64_t kBlendMaxMeasured = 512;
 // Blend: fewer distinct measured configs than this (re-measured copies count once) are
-// too few to cross-validate: the run alone.
-constexpr int64_t kBlendMinMeasured = 8;
+// too few to cross-validate (at 8, folds of 4 configs let the ridge replace the run on 12 of
+// 46 graphs of the tuning-loop bench, most of them wrongly; E38): the run alone.
+constexpr int64_t kBlendMinMeasured = 16;
 
 // What an adapted Ranker was adapted on and how (the options with defaults resolved).
 struct Adaptation {
