@@ -80,6 +80,8 @@ std::vector<ConfigKey>& schema_table() {
       {"train.tile_loss", T::String, "hinge", "ranking loss of tile models"},
       {"train.layout_loss", T::String, "listmle", "ranking loss of layout models"},
       {"train.hinge_margin", T::Float, "0.1", "margin of the pairwise hinge loss", 0, 100},
+      {"train.softmax_temperature", T::Float, "0.1",
+       "softmax_top loss: temperature of the target distribution softmax(-log runtime / T)", 1e-4, 100},
       {"train.graphs_per_step", T::Int, "8", "graphs per optimizer step (over a fold group)", 1, 4096},
       {"train.steps_per_epoch", T::Int, "0",
        "optimizer steps per epoch (0: one pass over the fold's train graphs, raised to "
