@@ -125,7 +125,7 @@ Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph) const {
   r.collection = id;
   r.name = graph.name;
   GraphScores ensembled;
-  r.order = ensemble_ranking(members, run.ensemble, run.tile_keep_default, &ensembled);
+  r.order = ensemble_ranking(members, run.ensemble, run.tile_keep_default, &ensembled, run.tile_ensemble_spread);
   r.score = std::move(ensembled.score);
   r.unique_configs = unique;
   r.folds = static_cast<int>(folds.size());

@@ -152,7 +152,7 @@ std::vector<MetricsRow> merge_metrics(const TrainSettings& s) {
 void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std::vector<std::string>& collections,
                      const std::map<std::string, CollectionSets>& sets, const std::vector<GraphScores>& all, int k,
                      bool predict_only) {
-  std::vector<GraphScores> ens = ensemble_all(all, parse_ensemble_method(s.ensemble));
+  std::vector<GraphScores> ens = ensemble_all(all, parse_ensemble_method(s.ensemble), s.tile_ensemble_spread);
   std::vector<GraphScores> test;
   for (const auto& g : ens)
     if (g.split == "test") test.push_back(g);
