@@ -17,10 +17,12 @@ torch::Tensor softmax_top_loss(const torch::Tensor& scores, const torch::Tensor&
   // weights exp(-gap / T) do not underflow together.
   const auto fastest = log_t.masked_fill(padding, std::numeric_limits<double>::infinity()).amin(1, true);
   const auto gap = (log_t - fastest.masked_fill(fastest.isinf(), 0.0)) / temperature;
-  // A large finite value instead of inf keeps every gradient finite; exp() of it is 0.
-  const auto p = torch::softmax((-gap).masked_fill(padding, -1e9), 1).to(type);
+  // A large finite value instead of inf keeps every gradient finite; exp() of it is 0. log p
+  // comes from log_softmax (finite on padding, where p is 0), not from log(p), which is
+  // -inf where p underflows (in float: 0 x -inf would be NaN).
+  const auto log_p_t = torch::log_softmax((-gap).masked_fill(padding, -1e9), 1);
+  const auto p = log_p_t.exp().to(type), log_p = log_p_t.to(type);
   const auto log_q = torch::log_softmax((-scores).masked_fill(padding, -1e9), 1);
-  const auto log_p = p.clamp_min(1e-300).log();
   // KL(p || q): 0 when the predicted distribution is the target's.
   const auto per_graph = (p * (log_p - log_q) * mask.to(type)).sum(1);
   const auto counted = (mask.sum(1) >= 2).to(type);

@@ -292,6 +292,15 @@ TEST_F(Losses, SoftmaxTopHandComputed) {
   EXPECT_NEAR(ranking_loss(o, t2({5, 5, 5}, 1, 3), t2({4, 1, 2}, 1, 3), mask2({1, 1, 1}, 1, 3)).item<double>(),
               0.2662167068281706, 1e-12);
   EXPECT_EQ(ranking_loss_graphs(o, t2({1, 2, 3, 4}, 2, 2), mask2({1, 1, 1, 0}, 2, 2)), 1);
+  // Float scores, a target distribution that underflows in float (runtimes 1 and 1e6 at
+  // temperature 0.01) and padding: finite, the same as in double.
+  const auto sf = torch::tensor({0.5f, 0.0f, 3.0f}).view({1, 3}).set_requires_grad(true);
+  const auto far = softmax_top_loss(sf, t2({1, 1e6, 0}, 1, 3), mask2({1, 1, 0}, 1, 3), 0.01);
+  far.backward();
+  EXPECT_TRUE(std::isfinite(far.item<double>()));
+  // p = (1, 0): KL = -log q_0 = log(1 + e^(s_0 - s_1)) = softplus(0.5).
+  EXPECT_NEAR(far.item<double>(), std::log1p(std::exp(0.5)), 1e-6);
+  EXPECT_TRUE(torch::isfinite(sf.grad()).all().item<bool>());
 }
 
 }  // namespace
