@@ -195,11 +195,11 @@ const std::vector<CollectionDefault>& collection_defaults() {
   static const std::vector<CollectionDefault> defaults = {
       // Tile graphs are small and many: 60 steps an epoch ranked the bench tree's unseen tile
       // graphs better than 20 (docs/experiments E1), at a tenth of a layout step's cost. At 60
-      // the model's first pick was as bad as a random one's (top-1 slowdown 1.80 on the test
-      // graphs, oof 1.56): it ranks bigger tiles faster and had not learned where they spill
-      // out of the scratchpad. 300 (3 seeds x 5 folds): test top-1 1.18-1.39, oof 1.25-1.35,
-      // cv 0.957-0.962 (0.954), test 0.979-0.984 (0.961) (docs/experiments E36). The
-      // release's pass is ~714 steps, above either floor.
+      // the model's first pick was as bad as a random one's: it ranks bigger tiles faster and
+      // had not learned where they spill out of the scratchpad. 300, on the bench tree (3
+      // seeds x 5 folds; 60 in brackets): test top-1 slowdown 1.18-1.39 (1.68-2.03), oof
+      // 1.25-1.35 (1.46-1.69), test 0.979-0.984 (0.961-0.977), cv 0.9599 (0.9561) on average
+      // (docs/experiments E36). The release's pass is ~714 steps, above either floor.
       {"tile:xla", "train.min_steps_per_epoch", "300"},
       // No averaging for tile:xla (docs/experiments E11): on the bench tree it ranked the 30
       // unseen test graphs 0.970 against 0.962 and valid 0.964 against 0.957 (cv 0.957
