@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "common/base/error.h"
+#include "common/graph/collection.h"
 #include "common/metrics/metrics.h"
 
 namespace tpuperf {
@@ -133,7 +134,8 @@ std::vector<double> average_ranks(const std::vector<double>& scores) {
   return rank;
 }
 
-GraphScores ensemble_graph(const std::vector<GraphScores>& members, EnsembleMethod method) {
+GraphScores ensemble_graph(const std::vector<GraphScores>& members, EnsembleMethod method,
+                           double tile_spread) {
   if (members.empty()) throw Error("ensemble of no models");
   const GraphScores& first = members.front();
   const auto pos = config_positions(first);
@@ -144,16 +146,22 @@ GraphScores ensemble_graph(const std::vector<GraphScores>& members, EnsembleMeth
   out.model = -1;
   out.config_index = first.config_index;
   out.score.assign(first.config_index.size(), 0.0);
+  const bool spread = tile_spread != 0 && Collection::parse(first.collection).kind == Kind::Tile;
+  std::vector<double> squares(spread ? out.score.size() : 0, 0.0);
   for (const auto& m : members) {
     const std::vector<double> t = transform(aligned_scores(m, first, pos), method);
     for (size_t i = 0; i < t.size(); ++i) out.score[i] += t[i];
+    for (size_t i = 0; i < squares.size(); ++i) squares[i] += t[i] * t[i];
   }
-  for (double& s : out.score) s /= static_cast<double>(members.size());
+  const double n = static_cast<double>(members.size());
+  for (double& s : out.score) s /= n;
+  for (size_t i = 0; i < squares.size(); ++i)
+    out.score[i] += tile_spread * std::sqrt(std::max(0.0, squares[i] / n - out.score[i] * out.score[i]));
   return out;
 }
 
 std::vector<GraphScores> ensemble_all(const std::vector<GraphScores>& scores,
-                                      EnsembleMethod method) {
+                                      EnsembleMethod method, double tile_spread) {
   // graph -> model -> that model's scores of the graph. A model's scores may arrive in
   // several records (configs split across the ranks of a fold group): they are joined,
   // and a config scored twice by one model is caught by ensemble_graph.
@@ -171,7 +179,7 @@ std::vector<GraphScores> ensemble_all(const std::vector<GraphScores>& scores,
   for (auto& [key, by_model] : groups) {
     std::vector<GraphScores> members;  // fold order: independent of the gather order
     for (auto& [model, g] : by_model) members.push_back(std::move(g));
-    out.push_back(ensemble_graph(members, method));
+    out.push_back(ensemble_graph(members, method, tile_spread));
   }
   return out;
 }

@@ -16,8 +16,11 @@
 namespace tpuperf {
 
 const char* const kMetricsHeaderV1 = "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s";
-const char* const kMetricsHeader =
+const char* const kMetricsHeaderV2 =
     "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10";
+const char* const kMetricsHeader =
+    "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10,"
+    "slowdown_5_own";
 
 namespace {
 
@@ -33,13 +36,23 @@ void check_field(const std::string& s, const std::string& path, const char* what
     throw Error(std::string(what) + " '" + s + "' holds a comma or a line break", path);
 }
 
-// A row in the current columns, or in kMetricsHeaderV1's (v1: a file an earlier run began).
-std::string csv_line(const MetricsRow& r, bool v1) {
+// The columns of a file: its header's version (1: kMetricsHeaderV1, 2: kMetricsHeaderV2,
+// 3: kMetricsHeader), 0 for an unknown header.
+int header_version(const std::string& line) {
+  if (line == kMetricsHeader) return 3;
+  if (line == kMetricsHeaderV2) return 2;
+  if (line == kMetricsHeaderV1) return 1;
+  return 0;
+}
+
+// A row in the columns of `version` (an earlier one: a file an earlier run began).
+std::string csv_line(const MetricsRow& r, int version) {
   std::string line = r.collection + "," + std::to_string(r.fold) + "," + std::to_string(r.epoch) + "," +
                      std::to_string(r.step) + "," + r.split + "," + csv_number(r.loss) + "," + csv_number(r.score) +
                      "," + csv_number(r.configs_per_s) + "," + csv_number(r.elapsed_s);
-  if (!v1)
+  if (version >= 2)
     for (double v : r.slowdown) line += "," + csv_number(v);
+  if (version >= 3) line += "," + csv_number(r.slowdown_5_own);
   return line + "\n";
 }
 
@@ -85,12 +98,12 @@ double parse_double(const std::string& s, const char* column) {
   return v;
 }
 
-MetricsRow parse_row(const std::string& line, bool v1) {
+MetricsRow parse_row(const std::string& line, int version) {
   const auto f = split_fields(line);
-  const size_t expected = v1 ? 9 : 12;
+  const size_t expected = version == 1 ? 9 : version == 2 ? 12 : 13;
   if (f.size() != expected)
     throw Error(std::to_string(f.size()) + " fields, expected " + std::to_string(expected) + " (" +
-                (v1 ? kMetricsHeaderV1 : kMetricsHeader) + ")");
+                (version == 1 ? kMetricsHeaderV1 : version == 2 ? kMetricsHeaderV2 : kMetricsHeader) + ")");
   MetricsRow r;
   r.collection = f[0];
   r.fold = static_cast<int>(parse_int(f[1], "fold"));
@@ -104,8 +117,9 @@ MetricsRow parse_row(const std::string& line, bool v1) {
   r.configs_per_s = parse_double(f[7], "configs_per_s");
   r.elapsed_s = parse_double(f[8], "elapsed_s");
   static const char* const kSlowdownColumns[] = {"slowdown_1", "slowdown_5", "slowdown_10"};
-  if (!v1)
+  if (version >= 2)
     for (size_t k = 0; k < r.slowdown.size(); ++k) r.slowdown[k] = parse_double(f[9 + k], kSlowdownColumns[k]);
+  if (version >= 3) r.slowdown_5_own = parse_double(f[12], "slowdown_5_own");
   return r;
 }
 
@@ -129,12 +143,14 @@ double mean_finite(const std::vector<double>& v) {
 void append_metrics(const std::string& path, const std::vector<MetricsRow>& rows) {
   struct stat st {};
   const bool fresh = ::stat(path.c_str(), &st) != 0 || st.st_size == 0;
-  const bool v1 = !fresh && first_line(path) == kMetricsHeaderV1;  // a run resumed across the change
+  // A run resumed across a change of the columns appends in its file's own columns.
+  const int own = fresh ? 3 : header_version(first_line(path));
+  const int version = own == 0 ? 3 : own;
   std::string text;
   for (const auto& r : rows) {
     check_field(r.collection, path, "collection");
     check_field(r.split, path, "split");
-    text += csv_line(r, v1);
+    text += csv_line(r, version);
   }
   if (fresh) text = std::string(kMetricsHeader) + "\n" + text;
   FILE* f = std::fopen(path.c_str(), "a");
@@ -150,19 +166,19 @@ std::vector<MetricsRow> parse_metrics(const std::string& text, const std::string
   std::istringstream in(text);
   std::string line;
   size_t line_no = 0;
-  bool v1 = false;
+  int version = 0;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_no == 1) {
-      v1 = line == kMetricsHeaderV1;
-      if (line != kMetricsHeader && !v1)
+      version = header_version(line);
+      if (version == 0)
         throw Error("line 1: header is '" + line + "', expected '" + kMetricsHeader + "'", path);
       continue;
     }
     if (line.empty()) continue;
     try {
-      rows.push_back(parse_row(line, v1));
+      rows.push_back(parse_row(line, version));
     } catch (const Error& e) {
       throw Error("line " + std::to_string(line_no) + ": " + e.reason(), path);
     }

@@ -13,13 +13,18 @@
 namespace tpuperf {
 
 // One line of metrics.csv:
-//   collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10
+//   collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10,
+//   slowdown_5_own
 // split: "train" (loss only), "oof" (the fold's held-out graphs) or "valid". elapsed_s is
 // the seconds of the epoch's training steps on a train row, of the split's scoring on an
 // oof or valid row; slowdown_k the mean top-k slowdown of the split's scored graphs
-// (common/metrics/metrics.h). Unknown values are NaN, written as empty fields. Files of
-// earlier runs, without the slowdown columns (kMetricsHeaderV1), are read with NaN there
-// and appended to in their own columns.
+// (common/metrics/metrics.h) in the order the score is of: for tile with
+// output.tile_keep_default, config 0 kept among the top 5 (tile_top_k), which takes the
+// 5th place, so slowdown_1 is always the model's own first pick. slowdown_5_own is the
+// top-5 slowdown of the model's own 5 best, config 0 not put in (equal to slowdown_5 for
+// layout and without the rule). Unknown values are NaN, written as empty fields. Files of
+// earlier runs, without the slowdown columns (kMetricsHeaderV1) or without slowdown_5_own
+// (kMetricsHeaderV2), are read with NaN there and appended to in their own columns.
 struct MetricsRow {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   std::string collection;
@@ -29,10 +34,12 @@ struct MetricsRow {
   std::string split;
   double loss = kNone, score = kNone, configs_per_s = kNone, elapsed_s = kNone;
   std::array<double, 3> slowdown{kNone, kNone, kNone};  // top-1, top-5, top-10 (kSlowdownKs)
+  double slowdown_5_own = kNone;  // top-5 of the model's own picks (no kept config 0)
 };
 
 extern const char* const kMetricsHeader;
 extern const char* const kMetricsHeaderV1;  // before the slowdown columns
+extern const char* const kMetricsHeaderV2;  // before slowdown_5_own
 
 // Appends rows and flushes; writes the header first when the file is new or empty.
 // Throws Error naming the file on I/O failure or a field holding ',' or a newline.

@@ -29,6 +29,9 @@ struct CollectionReport {
   using Slowdowns = std::array<double, 3>;
   Slowdowns valid_slowdown{kNone, kNone, kNone}, valid_random_slowdown{kNone, kNone, kNone};
   Slowdowns kept_oof_slowdown{kNone, kNone, kNone};
+  // Tile: the top-5 slowdown of the model's own 5 best (config 0 not put in by
+  // output.tile_keep_default; the top-1 is its own either way), kept oof and valid ensemble.
+  double kept_oof_own5 = kNone, valid_own5 = kNone;
   double train_seconds = kNone;
   double configs_per_s = kNone;         // training throughput
 };
@@ -46,6 +49,8 @@ std::string report_markdown(const ReportInput& input);
 // Mean over the collection's folds of the slowdowns on the oof row of each fold's kept
 // (best oof) epoch, as cv_score() averages its score.
 std::array<double, 3> kept_oof_slowdowns(const std::vector<MetricsRow>& rows, const std::string& collection);
+// The same mean of the kept epochs' slowdown_5_own.
+double kept_oof_own_slowdown_5(const std::vector<MetricsRow>& rows, const std::string& collection);
 // Writes out_dir/report.md and one SVG per collection, atomically; returns report.md's path.
 std::string write_report(const std::string& out_dir, const ReportInput& input);
 

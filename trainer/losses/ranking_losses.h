@@ -45,4 +45,15 @@ torch::Tensor pairwise_gap_loss(const torch::Tensor& scores, const torch::Tensor
 // cost little when misordered and the slow tail, where the signal is, weighs most.
 torch::Tensor log_mse_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask);
 
+// A listwise loss that weighs the fast end: per graph with at least two real slots, the
+// Kullback-Leibler divergence KL(p || q) of q = softmax(-score) over its real slots from
+// p = softmax(-log(t) / temperature), the target distribution, which puts nearly all its
+// mass on the slate's fastest configs (with temperature 0.1 a config 10% slower weighs
+// 0.39 of the fastest, one 2x slower 0.001); then the mean over those graphs. Its gradient
+// with respect to the scores is p - q: the loss is carried by the configs the model or the
+// truth puts first, where a pairwise loss over the whole slate weighs the order of the
+// slow bulk as much.
+torch::Tensor softmax_top_loss(const torch::Tensor& scores, const torch::Tensor& target, const torch::Tensor& mask,
+                               double temperature);
+
 }  // namespace tpuperf

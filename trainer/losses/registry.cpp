@@ -37,6 +37,11 @@ const std::vector<LossKind>& loss_kinds() {
          return log_mse_loss(s, t, m);
        },
        [](const torch::Tensor&, const torch::Tensor& m) { return (m.sum(1) >= 2).sum().item<int64_t>(); }},
+      {"softmax_top", "KL of softmax(-score) from softmax(-log runtime / train.softmax_temperature): the fast end",
+       [](const LossOptions& o, const torch::Tensor& s, const torch::Tensor& t, const torch::Tensor& m) {
+         return softmax_top_loss(s, t, m, o.temperature);
+       },
+       [](const torch::Tensor&, const torch::Tensor& m) { return (m.sum(1) >= 2).sum().item<int64_t>(); }},
   };
   return kinds;
 }
@@ -59,6 +64,7 @@ LossOptions configured_loss(const Config& cfg, const std::string& key) {
   LossOptions o;
   o.name = cfg.get_string(key);
   o.margin = cfg.get_float("train.hinge_margin");
+  o.temperature = cfg.get_float("train.softmax_temperature");
   o.fused = cfg.get_bool("model.fused");
   find_loss(o.name, key);
   return o;

@@ -19,6 +19,7 @@ class Config;
 struct LossOptions {
   std::string name = "listmle";
   double margin = 0.1;  // train.hinge_margin: losses with a margin
+  double temperature = 0.1;  // train.softmax_temperature: softmax_top
   // model.fused: a loss with a fused path (hinge) takes it; otherwise its plain LibTorch
   // definition, so that model.fused=false trains with plain definitions end to end.
   bool fused = true;

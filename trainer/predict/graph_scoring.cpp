@@ -87,8 +87,8 @@ GraphScores score_every_config(RankingModel& model, const ConfigSource& source, 
 }
 
 std::vector<int64_t> ensemble_ranking(const std::vector<GraphScores>& members, EnsembleMethod method,
-                                      bool keep_default, GraphScores* ensembled) {
-  GraphScores e = ensemble_graph(members, method);
+                                      bool keep_default, GraphScores* ensembled, double tile_spread) {
+  GraphScores e = ensemble_graph(members, method, tile_spread);
   std::vector<int64_t> order = ranked_configs(e, keep_default);
   if (ensembled) *ensembled = std::move(e);
   return order;

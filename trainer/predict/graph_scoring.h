@@ -43,8 +43,10 @@ GraphScores score_every_config(RankingModel& model, const ConfigSource& source, 
 
 // The fold models' scores of one graph as one ranking: ensemble_graph over the members
 // (same configs), then its configs best first (ranked_configs: tile keeps config 0 among
-// the top 5 when keep_default). `ensembled` receives the ensemble's scores when given.
+// the top 5 when keep_default; tile_spread as ensemble_graph's). `ensembled` receives the
+// ensemble's scores when given.
 std::vector<int64_t> ensemble_ranking(const std::vector<GraphScores>& members, EnsembleMethod method,
-                                      bool keep_default, GraphScores* ensembled = nullptr);
+                                      bool keep_default, GraphScores* ensembled = nullptr,
+                                      double tile_spread = 0);
 
 }  // namespace tpuperf

@@ -65,6 +65,7 @@ RunDir open_run_dir(const std::string& dir) {
   RunDir r{dir, std::move(config), std::move(prune)};
   r.ensemble = parse_ensemble_method(r.config.get_string("output.ensemble"));
   r.tile_keep_default = r.config.get_bool("output.tile_keep_default");
+  r.tile_ensemble_spread = r.config.get_float("output.tile_ensemble_spread");
   return r;
 }
 

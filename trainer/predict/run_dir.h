@@ -28,6 +28,7 @@ struct RunDir {
   PruneRules prune;  // how the data trained on was pruned, per collection
   EnsembleMethod ensemble = EnsembleMethod::MeanZ;
   bool tile_keep_default = true;
+  double tile_ensemble_spread = 0;  // output.tile_ensemble_spread
 
   // Configs a collection's models score in one forward pass.
   int64_t chunk(const std::string& collection) const;

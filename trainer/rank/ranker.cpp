@@ -171,7 +171,7 @@ Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph, const ConfigRows& row
     ensembled.score = predicted(m, rows, nullptr);
     r.order = ranked_configs(ensembled, run.tile_keep_default);
   } else {
-    r.order = ensemble_ranking(m.members, run.ensemble, run.tile_keep_default, &ensembled);
+    r.order = ensemble_ranking(m.members, run.ensemble, run.tile_keep_default, &ensembled, run.tile_ensemble_spread);
   }
   r.score = std::move(ensembled.score);
   r.unique_configs = m.unique;

@@ -23,9 +23,12 @@ std::array<double, 3> ScoreSum::slowdowns() const {
   return out;
 }
 
+double ScoreSum::own_slowdown_5() const { return own5_count > 0 ? own5_sum / own5_count : std::nan(""); }
+
 std::vector<double> ScoreSum::to_vector() const {
   std::vector<double> v = {sum, count};
   for (size_t k = 0; k < slowdown_sum.size(); ++k) v.push_back(slowdown_sum[k]), v.push_back(slowdown_count[k]);
+  v.push_back(own5_sum), v.push_back(own5_count);
   return v;
 }
 
@@ -33,6 +36,8 @@ ScoreSum ScoreSum::from_vector(const std::vector<double>& v) {
   ScoreSum s;
   s.sum = v.at(0), s.count = v.at(1);
   for (size_t k = 0; k < s.slowdown_sum.size(); ++k) s.slowdown_sum[k] = v.at(2 + 2 * k), s.slowdown_count[k] = v.at(3 + 2 * k);
+  const size_t own = 2 + 2 * s.slowdown_sum.size();
+  s.own5_sum = v.at(own), s.own5_count = v.at(own + 1);
   return s;
 }
 
@@ -87,6 +92,9 @@ ScoreSum metric_of(const GraphSet& set, const std::vector<GraphScores>& scores, 
     }
     if (std::isfinite(v)) out.sum += v, out.count += 1;
     add_slowdowns(out, predicted_positions(gs.score, keep), y);
+    // The model's own top 5: its scores' order, config 0 not put in.
+    const double own5 = top_k_slowdown(predicted_positions(gs.score, -1), y, kTileTopConfigs);
+    if (std::isfinite(own5)) out.own5_sum += own5, out.own5_count += 1;
   }
   return out;
 }

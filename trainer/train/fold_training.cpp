@@ -257,7 +257,8 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
       const std::string sync =
           size > 1 ? fmt::format(", {:.0f}% at the all-reduce", 100 * sums[3] / size / std::max(seconds, 1e-9)) : "";
       const std::string scores =
-          evaluated ? fmt::format("oof {:.4f} (top-1 slowdown {:.3f}), valid {:.4f}", oof, oof_sum.slowdowns()[0], valid)
+          evaluated ? fmt::format("oof {:.4f} (top-1 slowdown {:.3f}, own top-5 {:.3f}), valid {:.4f}", oof,
+                                  oof_sum.slowdowns()[0], oof_sum.own_slowdown_5(), valid)
                     : std::string("not scored");
       spdlog::info("{} epoch {}/{}: loss {:.4f}, {}, {:.0f} configs/s ({} ranks{}), train {}, eval {}", label,
                    epoch + 1, s.epochs, loss, scores, cps, size, sync, format_duration(seconds, 1),
@@ -268,8 +269,9 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
       rows[0].split = "train", rows[0].loss = loss, rows[0].configs_per_s = cps, rows[0].elapsed_s = seconds;
       if (evaluated) {
         rows[1].split = "oof", rows[1].score = oof, rows[1].elapsed_s = oof_s, rows[1].slowdown = oof_sum.slowdowns();
+        rows[1].slowdown_5_own = oof_sum.own_slowdown_5();
         rows[2].split = "valid", rows[2].score = valid, rows[2].elapsed_s = valid_s;
-        rows[2].slowdown = valid_sum.slowdowns();
+        rows[2].slowdown = valid_sum.slowdowns(), rows[2].slowdown_5_own = valid_sum.own_slowdown_5();
       }
       append_metrics(fold_metrics_path(s, collection, fold), rows);
       const auto* training = &averaged.training_weights();

@@ -42,6 +42,7 @@ TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
       layout_model(configured_model_spec(cfg, Kind::Layout)),
       ensemble(cfg.get_string("output.ensemble")),
       tile_keep_default(cfg.get_bool("output.tile_keep_default")),
+      tile_ensemble_spread(cfg.get_float("output.tile_ensemble_spread")),
       collection_id(cfg.collection()),
       ema_decay_key(cfg.key_path("train.ema_decay")) {
   tile_loss = configured_loss(cfg, "train.tile_loss");

@@ -49,6 +49,7 @@ struct TrainSettings {
   ModelSpec tile_model, layout_model;  // the kinds' configured models (num_node_feat 0: the data's)
   std::string ensemble;
   bool tile_keep_default{};  // output.tile_keep_default, see tile_top_k
+  double tile_ensemble_spread{};  // output.tile_ensemble_spread, see ensemble_graph
 
   // Throws Error naming the key of an invalid setting (unknown loss or model, heads that
   // do not divide the width, unset directories), in a collection's section too

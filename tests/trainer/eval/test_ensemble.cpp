@@ -126,3 +126,27 @@ TEST(Ensemble, SameConfigTwiceFromOneModelIsAnError) {
                             EnsembleMethod::MeanRaw),
                Error);
 }
+
+// output.tile_ensemble_spread: a tile graph's score is the members' mean plus the spread
+// weight times their (population) standard deviation; other collections and weight 0 keep
+// the mean. By config index A = 1, 2, 3, 4 and B = 0, 2, 8, 8: mean 0.5, 2, 5.5, 6, sd 0.5,
+// 0, 2.5, 2, so weight 2 gives 1.5, 2, 10.5, 10: config 3 now ranks before config 2, on
+// which the models disagree more. With z-scores: A's are
+// (-3, -1, 1, 3) / sqrt(5), B's (-4.5, -2.5, 3.5, 3.5) / sqrt(12.75).
+TEST(Ensemble, TileSpreadAddsTheMembersStandardDeviation) {
+  auto tile = two_models();
+  for (auto& g : tile) g.collection = "tile:xla";
+  expect_scores(ensemble_graph(tile, EnsembleMethod::MeanRaw, 2.0), {1.5, 2, 10.5, 10});
+  expect_scores(ensemble_graph(tile, EnsembleMethod::MeanRaw, 0.0), {0.5, 2, 5.5, 6});
+  expect_scores(ensemble_graph(two_models(), EnsembleMethod::MeanRaw, 2.0), {0.5, 2, 5.5, 6});  // layout
+  const double a = std::sqrt(5.0), b = std::sqrt(12.75);
+  const std::vector<double> za = {-3 / a, -1 / a, 1 / a, 3 / a}, zb = {-4.5 / b, -2.5 / b, 3.5 / b, 3.5 / b};
+  std::vector<double> want;
+  for (size_t i = 0; i < 4; ++i) want.push_back((za[i] + zb[i]) / 2 + 0.5 * std::fabs(za[i] - zb[i]));
+  expect_scores(ensemble_graph(tile, EnsembleMethod::MeanZ, 1.0), want);
+  // One model has no spread; ensemble_all passes the weight on.
+  expect_scores(ensemble_graph({tile[0]}, EnsembleMethod::MeanRaw, 2.0), {1, 2, 3, 4});
+  const auto all = ensemble_all(tile, EnsembleMethod::MeanRaw, 2.0);
+  ASSERT_EQ(all.size(), 1u);
+  expect_scores(all[0], {1.5, 2, 10.5, 10});
+}

@@ -23,11 +23,13 @@ TEST(Metrics, AppendWritesHeaderOnceAndReadsBack) {
   append_metrics(path, {a});
   MetricsRow v = row("layout:nlp:random", -1, 2, 200, "valid", MetricsRow::kNone, 0.125);
   v.slowdown = {1.5, 1.25, 1.0};
+  v.slowdown_5_own = 1.375;
   append_metrics(path, {v});
   EXPECT_EQ(read_text_file(path),
-            "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10\n"
-            "tile:xla,0,1,100,train,0.75,,1234.5,12.25,,,\n"
-            "layout:nlp:random,-1,2,200,valid,,0.125,,,1.5,1.25,1\n");
+            "collection,fold,epoch,step,split,loss,score,configs_per_s,elapsed_s,slowdown_1,slowdown_5,slowdown_10,"
+            "slowdown_5_own\n"
+            "tile:xla,0,1,100,train,0.75,,1234.5,12.25,,,,\n"
+            "layout:nlp:random,-1,2,200,valid,,0.125,,,1.5,1.25,1,1.375\n");
   const auto rows = read_metrics(path);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].collection, "tile:xla");
@@ -43,6 +45,34 @@ TEST(Metrics, AppendWritesHeaderOnceAndReadsBack) {
   EXPECT_EQ(rows[1].slowdown[0], 1.5);
   EXPECT_EQ(rows[1].slowdown[1], 1.25);
   EXPECT_EQ(rows[1].slowdown[2], 1.0);
+  EXPECT_TRUE(std::isnan(rows[0].slowdown_5_own));
+  EXPECT_EQ(rows[1].slowdown_5_own, 1.375);
+}
+
+// A metrics.csv begun before slowdown_5_own (the 12 columns of kMetricsHeaderV2) is read
+// with NaN there and a resumed run appends to it in its 12 columns.
+TEST(Metrics, FilesWithoutTheOwnTopFiveColumn) {
+  TempDir dir;
+  const std::string path = dir.path() + "/metrics.csv";
+  write_file_atomic(path, std::string(kMetricsHeaderV2) + "\ntile:xla,0,1,100,oof,,0.5,,,2,1.25,1\n");
+  MetricsRow next = row("tile:xla", 0, 2, 200, "oof", MetricsRow::kNone, 0.75);
+  next.slowdown = {1.5, 1.0, 1.0};
+  next.slowdown_5_own = 1.125;
+  append_metrics(path, {next});
+  EXPECT_EQ(read_text_file(path), std::string(kMetricsHeaderV2) +
+                                      "\ntile:xla,0,1,100,oof,,0.5,,,2,1.25,1\n"
+                                      "tile:xla,0,2,200,oof,,0.75,,,1.5,1,1\n");
+  const auto rows = read_metrics(path);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].slowdown[0], 2.0);
+  EXPECT_EQ(rows[1].slowdown[0], 1.5);
+  for (const auto& r : rows) EXPECT_TRUE(std::isnan(r.slowdown_5_own));
+  try {
+    parse_metrics(std::string(kMetricsHeader) + "\ntile:xla,0,1,100,oof,,0.5,,,2,1.25,1\n", "m.csv");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 2: 12 fields, expected 13"));
+  }
 }
 
 // A metrics.csv an earlier run began (no slowdown columns) is read with NaN slowdowns, and
@@ -70,7 +100,7 @@ TEST(Metrics, FilesWithoutTheSlowdownColumns) {
     parse_metrics(std::string(kMetricsHeader) + "\ntile:xla,0,1,100,oof,,0.5,,\n", "m.csv");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("line 2: 9 fields, expected 12"));
+    EXPECT_THAT(e.what(), HasSubstr("line 2: 9 fields, expected 13"));
   }
 }
 

@@ -243,7 +243,7 @@ TEST_F(Losses, ByName) {
   EXPECT_THROW(ranking_loss(bad, s, t, m), Error);
   EXPECT_THROW(find_loss("ListMLE"), Error);
   EXPECT_NO_THROW(find_loss("hinge"));
-  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge", "pairwise_gap", "log_mse"}));
+  EXPECT_EQ(loss_names(), (std::vector<std::string>{"listmle", "hinge", "pairwise_gap", "log_mse", "softmax_top"}));
   LossOptions gap;
   gap.name = "pairwise_gap";
   EXPECT_NEAR(ranking_loss(gap, s, t, m).item<double>(), pairwise_gap_loss(s, t, m).item<double>(), 1e-15);
@@ -257,8 +257,50 @@ TEST_F(Losses, ConfigChoicesComeFromTheTable) {
     Config::load("", {"train.tile_loss=ListMLE"});
     FAIL() << "an unknown loss was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("listmle, hinge, pairwise_gap, log_mse"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("listmle, hinge, pairwise_gap, log_mse, softmax_top"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(Losses, SoftmaxTopHandComputed) {
+  // Graph 0: targets 1, 2, 4 and a padded slot, temperature ln 2: p = softmax(-(0, 1, 2)) =
+  // (0.66524, 0.24473, 0.09003); scores (0, 1, 0.5): q = softmax(-s) = (0.50648, 0.18632,
+  // 0.30720). KL(p || q) = sum p log(p / q) = 0.137618 (computed in python from these
+  // formulas). Graph 1 has one real slot: not counted. Gradient of graph 0: p - q.
+  const auto scores = t2({0, 1, 0.5, 7, 2, 0, 0, 0}, 2, 4).set_requires_grad(true);
+  const auto loss = softmax_top_loss(scores, t2({1, 2, 4, 0, 3, 0, 0, 0}, 2, 4),
+                                     mask2({1, 1, 1, 0, 1, 0, 0, 0}, 2, 4), std::log(2.0));
+  EXPECT_NEAR(loss.item<double>(), 0.13761784644178346, 1e-12);
+  loss.backward();
+  const auto g = scores.grad();
+  EXPECT_NEAR(g[0][0].item<double>(), 0.15876056471916777, 1e-12);
+  EXPECT_NEAR(g[0][1].item<double>(), 0.058404747828950054, 1e-12);
+  EXPECT_NEAR(g[0][2].item<double>(), -0.2171653125481179, 1e-12);
+  EXPECT_EQ(g[0][3].item<double>(), 0.0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(g[1][i].item<double>(), 0.0);
+  // Equal scores: KL from the uniform q, sum p log p + log 3 = 0.266217; the order of the
+  // slots does not matter; scores equal to the target logits up to a constant cost 0.
+  const auto uniform = softmax_top_loss(t2({5, 5, 5}, 1, 3), t2({4, 1, 2}, 1, 3), mask2({1, 1, 1}, 1, 3),
+                                        std::log(2.0));
+  EXPECT_NEAR(uniform.item<double>(), 0.2662167068281706, 1e-12);
+  const auto exact = softmax_top_loss(t2({3, 1, 2}, 1, 3), t2({4, 1, 2}, 1, 3), mask2({1, 1, 1}, 1, 3),
+                                      std::log(2.0));
+  EXPECT_NEAR(exact.item<double>(), 0.0, 1e-12);
+  // Through the registry by name, with the configured temperature.
+  LossOptions o;
+  o.name = "softmax_top";
+  o.temperature = std::log(2.0);
+  EXPECT_NEAR(ranking_loss(o, t2({5, 5, 5}, 1, 3), t2({4, 1, 2}, 1, 3), mask2({1, 1, 1}, 1, 3)).item<double>(),
+              0.2662167068281706, 1e-12);
+  EXPECT_EQ(ranking_loss_graphs(o, t2({1, 2, 3, 4}, 2, 2), mask2({1, 1, 1, 0}, 2, 2)), 1);
+  // Float scores, a target distribution that underflows in float (runtimes 1 and 1e6 at
+  // temperature 0.01) and padding: finite, the same as in double.
+  const auto sf = torch::tensor({0.5f, 0.0f, 3.0f}).view({1, 3}).set_requires_grad(true);
+  const auto far = softmax_top_loss(sf, t2({1, 1e6, 0}, 1, 3), mask2({1, 1, 0}, 1, 3), 0.01);
+  far.backward();
+  EXPECT_TRUE(std::isfinite(far.item<double>()));
+  // p = (1, 0): KL = -log q_0 = log(1 + e^(s_0 - s_1)) = softplus(0.5).
+  EXPECT_NEAR(far.item<double>(), std::log1p(std::exp(0.5)), 1e-6);
+  EXPECT_TRUE(torch::isfinite(sf.grad()).all().item<bool>());
 }
 
 }  // namespace

@@ -133,6 +133,9 @@ TEST_F(Evaluation, TileScoreAndSlowdownsOfTheScoreOrder) {
   EXPECT_DOUBLE_EQ(s[1], (1.5 + 1.0) / 2);
   EXPECT_DOUBLE_EQ(s[2], 1.0);
   for (double c : m.slowdown_count) EXPECT_EQ(c, 2);
+  // Without the rule the model's own top 5 is the top 5.
+  EXPECT_DOUBLE_EQ(m.own_slowdown_5(), (1.5 + 1.0) / 2);
+  EXPECT_EQ(m.own5_count, 2);
 }
 
 TEST_F(Evaluation, TileKeepsTheDefaultInTheTopFiveAsTheSubmissionDoes) {
@@ -144,6 +147,14 @@ TEST_F(Evaluation, TileKeepsTheDefaultInTheTopFiveAsTheSubmissionDoes) {
   EXPECT_DOUBLE_EQ(s[0], (4.5 + 2.0) / 2);
   EXPECT_DOUBLE_EQ(s[1], (2.0 + 1.0) / 2);
   EXPECT_DOUBLE_EQ(s[2], 1.0);
+  // The kept default takes the 5th place, never the first: the top-1 above (4.5, 2) is the
+  // model's own first pick. The model's own top 5 (config 0 not put in) is a's 5, 1, 2, 4, 6
+  // (y 9, 4, 6, 5, 3): 3 / 2 = 1.5; b's: 1.
+  EXPECT_DOUBLE_EQ(m.own_slowdown_5(), (1.5 + 1.0) / 2);
+  // All-reduced as a vector and back.
+  const ScoreSum back = ScoreSum::from_vector(m.to_vector());
+  EXPECT_DOUBLE_EQ(back.own_slowdown_5(), m.own_slowdown_5());
+  EXPECT_EQ(back.slowdowns(), m.slowdowns());
 }
 
 TEST_F(Evaluation, LayoutSampleAndNanTau) {
@@ -169,6 +180,7 @@ TEST(ScoreSumTest, NothingScoredIsNan) {
   const ScoreSum none;
   EXPECT_TRUE(std::isnan(none.mean()));
   for (double v : none.slowdowns()) EXPECT_TRUE(std::isnan(v));
+  EXPECT_TRUE(std::isnan(none.own_slowdown_5()));
 }
 
 }  // namespace

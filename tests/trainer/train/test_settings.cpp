@@ -46,13 +46,13 @@ TEST(TrainSettings, OnePassEpochsHaveAFloor) {
   const TrainSettings s = settings_of({});
   // 6 graphs, 8 per step: one step; the floor of layout:xla:random is the top-level 20.
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, kManyGraphs), 20);
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount, kManyGraphs), 60);           // the bench tree's tile fold
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 5, kNoConfigCount, kManyGraphs), 300);          // the bench tree's tile fold
   EXPECT_EQ(s.steps_per_epoch("tile:xla", 714, kNoConfigCount, kManyGraphs), 714);        // the release's tile pass
   const TrainSettings floor5 = settings_of({"train.min_steps_per_epoch=5"});
   EXPECT_EQ(floor5.steps_per_epoch("layout:xla:random", 2, kNoConfigCount, kManyGraphs), 5);
   EXPECT_EQ(floor5.steps_per_epoch("layout:xla:random", 26, kNoConfigCount, kManyGraphs), 26);
   EXPECT_EQ(floor5.steps_per_epoch("layout:xla:default", 2, kNoConfigCount, kManyGraphs), 40);  // its own
-  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 60);
+  EXPECT_EQ(floor5.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 300);
   const TrainSettings tile7 = settings_of({entry("tile:xla", "train.min_steps_per_epoch", "7")});
   EXPECT_EQ(tile7.steps_per_epoch("tile:xla", 2, kNoConfigCount, kManyGraphs), 7);
   EXPECT_THROW(settings_of({"train.min_steps_per_epoch=0"}), Error);
@@ -94,7 +94,7 @@ TEST(TrainSettings, ALoneGraphTrainsSomePassesOverItsConfigs) {
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 702, 1), 44);   // ceil(8 x 702 / 128) > its floor 40
   EXPECT_EQ(s.steps_per_epoch("layout:nlp:default", 1, 500, 1), 40);   // 32 is below its own floor
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, 64, 1), 6);      // the cap still applies
-  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 60);            // ceil(8 x 1602 / 256) = 51
+  EXPECT_EQ(s.steps_per_epoch("tile:xla", 1, 1602, 1), 76);            // its floor 300, capped: ceil(12 x 1602 / 256)
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 1, kNoConfigCount, 1), 20);
   EXPECT_EQ(s.steps_per_epoch("layout:xla:random", 200, 2000, 1), 200);  // a pass over the graphs wins
   const TrainSettings off = settings_of({"train.single_graph_min_config_passes_per_epoch=0"});
