@@ -258,6 +258,7 @@ py::dict metrics_columns(const std::vector<MetricsRow>& rows) {
   numbers("slowdown_1", [](const MetricsRow& r) { return r.slowdown[0]; });
   numbers("slowdown_5", [](const MetricsRow& r) { return r.slowdown[1]; });
   numbers("slowdown_10", [](const MetricsRow& r) { return r.slowdown[2]; });
+  numbers("slowdown_5_own", [](const MetricsRow& r) { return r.slowdown_5_own; });
   return d;
 }
 

@@ -12,13 +12,14 @@ import numpy as np
 from . import _core
 
 METRICS_COLUMNS = ("collection", "fold", "epoch", "step", "split", "loss", "score", "configs_per_s", "elapsed_s",
-                   "slowdown_1", "slowdown_5", "slowdown_10")
+                   "slowdown_1", "slowdown_5", "slowdown_10", "slowdown_5_own")
 
 
 def read_metrics(path):
     """A run's metrics.csv as columns: a dict of numpy arrays of equal length, one per
     column of METRICS_COLUMNS. collection, split: str; fold (-1: the ensemble), epoch,
-    step: int64; loss, score, configs_per_s, elapsed_s, slowdown_1/5/10: float64, NaN
+    step: int64; loss, score, configs_per_s, elapsed_s, slowdown_1/5/10, slowdown_5_own
+    (the top-5 of the model's own picks, tile's kept config 0 not put in): float64, NaN
     where the row has no value (a train row has a loss, an oof or valid row a score).
     Files of runs from before the slowdown columns read with NaN there."""
     columns = _core.read_metrics(os.fspath(path))
