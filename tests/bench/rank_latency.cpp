@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/graph/graph.h"
+#include "rank_graph.h"
 #include "common/base/progress.h"
 
 namespace {
@@ -26,15 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-tpuperf::RankGraph rank_graph(const tpuperf::GraphBase& g) {
-  tpuperf::RankGraph r;
-  r.name = g.name;
-  r.num_nodes = g.num_nodes;
-  r.node_feat = g.node_feat;
-  r.node_opcode = g.node_opcode;
-  r.edge_index = g.edge_index;
-  return r;
-}
 
 }  // namespace
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/graph/graph.h"
+#include "rank_graph.h"
 
 namespace {
 
@@ -60,15 +61,6 @@ std::string array(const std::vector<T>& v) {
   return out + "]";
 }
 
-tpuperf::RankGraph rank_graph(const tpuperf::GraphBase& g) {
-  tpuperf::RankGraph r;
-  r.name = g.name;
-  r.num_nodes = g.num_nodes;
-  r.node_feat = g.node_feat;
-  r.node_opcode = g.node_opcode;
-  r.edge_index = g.edge_index;
-  return r;
-}
 
 // One graph's candidates and their runtimes, and the subset of the measured ones.
 struct Graph {
