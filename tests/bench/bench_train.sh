@@ -25,6 +25,13 @@
 #               the solo run's. Every TP_COLLECTIONS row, default models included;
 #               the reference is the strong one of issue #19; after the rounds, each of its
 #               speed-ups is turned off alone (ablation: what each is worth);
+#   paths       (part of throughput; --paths-only alone) the same tpuperf-vs-reference
+#               rounds once per vector path of the fused kernels (TP_PATHS, default every
+#               path this CPU runs: avx512 avx2): tpuperf-train with TPUPERF_VECTOR_ISA forced;
+#               the avx2 rows run the binaries of TP_AVX2_BIN (default BIN_DIR; a build with
+#               -DTPUPERF_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3 is what an AVX2 machine
+#               compiles) and both tools with OPENBLAS_CORETYPE=Haswell (OpenBLAS's AVX2
+#               kernels; Debian's LibTorch dispatches its own kernels up to AVX2 anyway);
 #   anchor      one core's sgemm rate (matmul_peak.py) beside the multiply-add rate both
 #               tools achieve (counted from the model's shapes, reference_train.py
 #               forward_macs, times the throughput part's configs/s), and perf profiles of
@@ -36,8 +43,9 @@
 # from whatever results exist, each table stamped with its own run time, so one part can be
 # rerun alone (e.g. --throughput-only) without losing the others.
 #
-# Usage: bench_train.sh [BIN_DIR] [--quality-only | --throughput-only | --scaling-only |
-#                       --anchor-only | --write-only] [--skip-quality] [--skip-throughput]
+# Usage: bench_train.sh [BIN_DIR] [--quality-only | --throughput-only | --paths-only |
+#                       --scaling-only | --anchor-only | --write-only] [--skip-quality]
+#                       [--skip-throughput] [--skip-paths]
 #                       [--skip-scaling] [--skip-anchor] [--bench-tree] [--rounds N] [--no-results]
 # (the anchor's table needs the throughput part's results; --write-only rewrites the section
 # from the stored results)
@@ -56,27 +64,30 @@
 #   the anchor's profiled runs; TPUPERF_BENCH_RAW
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
 #   BENCH_COLLECTIONS (default: all five), BENCH_EPOCHS (8), BENCH_STEPS (20): what
-#   --bench-tree trains (default: as the quality part).
+#   --bench-tree trains (default: as the quality part); TP_PATHS and TP_AVX2_BIN: the paths
+#   part's vector paths and AVX2 binaries (above).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 BIN=$SRC/build/bin
-DO_QUALITY=1 DO_THROUGHPUT=1 DO_SCALING=1 DO_ANCHOR=1 DO_BENCH=0 ROUNDS=2 WRITE=1
+DO_QUALITY=1 DO_THROUGHPUT=1 DO_PATHS=1 DO_SCALING=1 DO_ANCHOR=1 DO_BENCH=0 ROUNDS=2 WRITE=1
 while [ $# -gt 0 ]; do
   case $1 in
-    --quality-only) DO_THROUGHPUT=0 DO_SCALING=0 DO_ANCHOR=0 ;;
+    --quality-only) DO_THROUGHPUT=0 DO_PATHS=0 DO_SCALING=0 DO_ANCHOR=0 ;;
     --throughput-only) DO_QUALITY=0 DO_SCALING=0 DO_ANCHOR=0 ;;
-    --scaling-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_ANCHOR=0 ;;
-    --anchor-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_SCALING=0 ;;
+    --paths-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_SCALING=0 DO_ANCHOR=0 ;;
+    --skip-paths) DO_PATHS=0 ;;
+    --scaling-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_PATHS=0 DO_ANCHOR=0 ;;
+    --anchor-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_PATHS=0 DO_SCALING=0 ;;
     --skip-quality) DO_QUALITY=0 ;;
-    --skip-throughput) DO_THROUGHPUT=0 ;;
+    --skip-throughput) DO_THROUGHPUT=0 DO_PATHS=0 ;;
     --skip-scaling) DO_SCALING=0 ;;
     --skip-anchor) DO_ANCHOR=0 ;;
-    --write-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_SCALING=0 DO_ANCHOR=0 ;;
+    --write-only) DO_QUALITY=0 DO_THROUGHPUT=0 DO_PATHS=0 DO_SCALING=0 DO_ANCHOR=0 ;;
     --bench-tree) DO_BENCH=1 ;;
     --rounds) ROUNDS=$2; shift ;;
     --no-results) WRITE=0 ;;
-    -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,67p' "$0"; exit 0 ;;
     -*) echo "unknown option $1 (see --help)"; exit 2 ;;
     *) BIN=$1 ;;
   esac
@@ -101,6 +112,14 @@ TP_CHECK_EPOCHS=${TP_CHECK_EPOCHS:-3}
 TP_CHECK_STEPS=${TP_CHECK_STEPS:-2}
 TP_ABLATION_ROUNDS=${TP_ABLATION_ROUNDS:-2}
 TP_PERF_EPOCHS=${TP_PERF_EPOCHS:-8}
+# The vector paths this CPU runs (trainer/kernels/vector_path.h), widest first.
+cpu_paths() { if grep -qw avx512f /proc/cpuinfo; then echo "avx512 avx2"; elif grep -qw avx2 /proc/cpuinfo; then echo avx2; fi; }
+TP_PATHS=${TP_PATHS:-$(cpu_paths)}
+TP_AVX2_BIN=$(cd "${TP_AVX2_BIN:-$BIN}" && pwd)
+# tpuperf-train's binary dir and the environment of both tools' timed runs (the paths part
+# sets them per path).
+TP_BIN=$BIN
+RUN_ENV=()
 # The reference's speed-ups all off: the plain PyTorch reference of before issue #19.
 ALL_OFF="--no-split --no-node-major --no-catfree --no-segment-reduce --no-onehot-config --dropout-rng bernoulli --optimizer plain --no-malloc-env"
 PY=/usr/bin/python3
@@ -279,23 +298,36 @@ tp_run() {
   # Appended to a file of their own (one write each): on the ranks' shared stderr the
   # lines of two ranks could interleave.
   rm -f "$WORK/$tag.time"
-  mpi "$np" /usr/bin/time -a -o "$WORK/$tag.time" -f "rank time: wall %e user %U sys %S" "$BIN/tpuperf-train" --config "$WORK/$tag.yaml" \
+  env "${RUN_ENV[@]}" mpirun --bind-to none --oversubscribe -np "$np" \
+    /usr/bin/time -a -o "$WORK/$tag.time" -f "rank time: wall %e user %U sys %S" "$TP_BIN/tpuperf-train" --config "$WORK/$tag.yaml" \
     --fresh --set train.epochs="$epochs" --set train.threads_per_rank=1 \
     --set train.eval_max_configs=20 --log-level debug "${extra[@]}" > "$WORK/$tag.log" 2>&1 || { tail -30 "$WORK/$tag.log"; exit 1; }
   # The run's JSON line: appended in one write, and printed from here rather than from the
   # file's last line, which may be a concurrent run's (the scaling part's pairs).
   local line
   line=$($PY - "$out/metrics.csv" "$tag" "$np" "$coll" "$l0" "$(load1)" "$WORK/$tag.time" "$dropout" "$WORK/$tag.log" \
-    "$variant" <<'PY'
+    "$variant" "$TP_BIN" <<'PY'
 import csv, json, re, sys
-path, tag, np_, coll, l0, l1, time_log, dropout, log, variant = sys.argv[1:]
+path, tag, np_, coll, l0, l1, time_log, dropout, log, variant, bin_dir = sys.argv[1:]
+text = open(log).read()
+# The fused kernels' vector path (tpuperf-train's start-up line) and how the binary was built.
+m = re.search(r"fused kernels' vector path: (\S+)", text)
+vector_path = m[1] if m else "?"
+flags = {}
+try:
+    for l in open(f"{bin_dir}/../CMakeCache.txt"):
+        k = l.split(":", 1)[0]
+        if k in ("CMAKE_CXX_FLAGS", "TPUPERF_NATIVE"):
+            flags[k] = l.split("=", 1)[1].strip()
+except OSError:
+    pass
 # The step trace (tpuperf-train --log-level debug: each rank's per-step phase times of an
 # epoch), per rank the mean over the epochs after the first (its steps include warm-up).
 TRACE = re.compile(r"(?:\[rank (\d+)\] )?\S+ fold \d+ epoch (\d+)/\d+: per step: batch building (\S+) ms, "
                    r"forward\+backward (\S+) ms, all-reduce (\S+) ms, optimizer (\S+) ms; (\S+) batches, "
                    r"(\S+) node slots, (\S+)% of them padding")
 trace = {}
-for m in TRACE.finditer(open(log).read()):
+for m in TRACE.finditer(text):
     if int(m[2]) > 1:
         trace.setdefault(int(m[1] or 0), []).append([float(v) for v in m.groups()[2:]])
 keys = ["build_ms", "forward_backward_ms", "allreduce_ms", "optimizer_ms", "batches", "node_slots", "padding_pct"]
@@ -308,7 +340,8 @@ times = [tuple(map(float, m.groups())) for m in
 print(json.dumps(dict(tag=tag, tool="tpuperf", ranks=int(np_), collection=coll, configs=configs,
                       seconds=seconds, cps=configs / seconds, losses=[float(r["loss"]) for r in rows],
                       cpu_share=[(u + s) / w for w, u, s in times], cpu_seconds=sum(u + s for _, u, s in times),
-                      check=dropout != "", load=[float(l0), float(l1)], trace=trace, variant=variant)))
+                      check=dropout != "", load=[float(l0), float(l1)], trace=trace, variant=variant,
+                      vector_path=vector_path, build=flags)))
 PY
 )
   echo "$line" >> "$WORK/runs.jsonl"
@@ -333,7 +366,7 @@ ref_run() {
   [ -n "$variant" ] && extra=($variant)
   ref_args "$coll"
   local l0; l0=$(load1)
-  $PY "$HERE/reference_train.py" "${REF_ARGS[@]}" --epochs "$epochs" --steps-per-epoch "$steps" \
+  env "${RUN_ENV[@]}" $PY "$HERE/reference_train.py" "${REF_ARGS[@]}" --epochs "$epochs" --steps-per-epoch "$steps" \
     --dropout "${dropout:-$(coll_setting "$coll" dropout)}" "${extra[@]}" \
     --json "$WORK/$tag.ref.json" > "$WORK/$tag.ref.log" 2>&1 || { tail -30 "$WORK/$tag.ref.log"; exit 1; }
   PYTHONPATH="$HERE" $PY - "$WORK/$tag.ref.json" "$tag" "$l0" "$(load1)" "$dropout" "$variant" "$coll" "$plain" \
@@ -376,7 +409,7 @@ json.dump(dict(when=when, epochs=int(epochs), rounds=int(rounds), settings=setti
 PY
 }
 
-if [ "$DO_THROUGHPUT" = 1 ] || [ "$DO_SCALING" = 1 ] || [ "$DO_ANCHOR" = 1 ]; then
+if [ "$DO_THROUGHPUT" = 1 ] || [ "$DO_PATHS" = 1 ] || [ "$DO_SCALING" = 1 ] || [ "$DO_ANCHOR" = 1 ]; then
   preprocess small-k1 "$SMALL/npz" 1
 fi
 
@@ -421,6 +454,26 @@ if [ "$DO_THROUGHPUT" = 1 ]; then
     done
   done
   collect throughput "$TP_EPOCHS"
+fi
+
+# -------------------------------------------------------------------------------- paths
+# The timed rounds once per vector path (TP_PATHS), tpuperf's path forced.
+if [ "$DO_PATHS" = 1 ]; then
+  echo "== paths: tpuperf (1 rank, 1 thread) vs reference (1 thread) per vector path ($TP_PATHS), $ROUNDS rounds"
+  : > "$WORK/runs.jsonl"
+  for isa in $TP_PATHS; do
+    RUN_ENV=(TPUPERF_VECTOR_ISA="$isa") TP_BIN=$BIN
+    if [ "$isa" = avx2 ]; then RUN_ENV+=(OPENBLAS_CORETYPE=Haswell) TP_BIN=$TP_AVX2_BIN; fi
+    for coll in $TP_COLLECTIONS; do
+      for r in $(seq 1 "$ROUNDS"); do
+        tag="pa-$isa-$(echo "$coll" | tr : _)-r$r"
+        tp_run "$tag-tp" 1 "$coll"
+        ref_run "$tag" "$coll"
+      done
+    done
+  done
+  RUN_ENV=() TP_BIN=$BIN
+  collect paths "$TP_EPOCHS"
 fi
 
 # ------------------------------------------------------------------------------ scaling
@@ -553,6 +606,7 @@ def load(name):
     return json.load(open(p)) if os.path.exists(p) else None
 
 quality, tp, sc, bench = load("quality"), load("throughput"), load("scaling"), load("bench")
+paths = load("paths")
 anchor = load("anchor")
 
 # The section's subsections as they stand: a part without stored results (run elsewhere,
@@ -904,6 +958,52 @@ if tp:
               "reference differs it is favoured: it keeps every layout config row in memory (tpuperf "
               "reads each slate's rows from the HDF5 shard inside the step, through its chunk cache of "
               "inflated rows) and draws an epoch's slates before its clock starts.", ""]
+
+if not paths:
+    lines += keep("Throughput by vector path")
+
+if paths:
+    # Targets on each path (issue #58: the default models at least 2x on AVX2, no slower on
+    # AVX-512 than the main table's); the bench models keep the main table's.
+    PATH_TARGETS = {(True, False): 3.0, (False, False): 1.5, (True, True): 2.0, (False, True): 2.0}
+    runs = [r for r in paths["runs"] if not r.get("check")]
+    isas = list(dict.fromkeys(r["tag"].split("-")[1] for r in runs))
+    colls = list(dict.fromkeys(r["collection"] for r in runs))
+    lines += ["### Throughput by vector path (tpuperf-train vs the reference, 1 core each)", "",
+              f"Run {paths['when']}. The rounds of the throughput table, once per vector path of the fused "
+              "kernels (trainer/kernels/vector_path.h): tpuperf-train with `TPUPERF_VECTOR_ISA` forced, "
+              "the path it reports in its start-up line in the column 'path'. The avx2 rows emulate an "
+              "AVX2 machine on this one: tpuperf-train from a build with the flags in the column 'build' "
+              "(`-march=x86-64-v3`: AVX2 + FMA, no AVX-512 anywhere but in the unused avx512 path) and "
+              "both tools with `OPENBLAS_CORETYPE=Haswell` (OpenBLAS's AVX2 kernels; Debian's LibTorch "
+              "dispatches its own kernels up to AVX2 on every CPU: `torch.__config__.show()` says 'CPU "
+              "capability usage: AVX2'). Same settings, epochs and configs/s as the throughput table; "
+              f"{paths['rounds']} rounds alternating the tools, best round shown, all rounds in brackets.", "",
+              "| path | collection | model | tpuperf path | build | tpuperf configs/s per core | reference configs/s "
+              "per core | ratio | target | load per round (tp; ref) | per CPU second: tpuperf (estimate); "
+              "reference; ratio |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    stand = []
+    for isa in isas:
+        for c in colls:
+            t = [r for r in by(runs, collection=c, tool="tpuperf") if r["tag"].split("-")[1] == isa]
+            r = [x for x in by(runs, collection=c, tool="reference") if x["tag"].split("-")[1] == isa]
+            if not t or not r:
+                continue
+            target = PATH_TARGETS[(c.startswith("tile:"), c.endswith("@default"))]
+            model = next((f"{x['arch']}, {x['loss']}" for x in r if x.get("arch")), "?")
+            tcpu = max((x["cps"] / x["cpu_share"][0] for x in t if x.get("cpu_share")), default=None)
+            rcpu = max((x.get("cps_cpu") or 0 for x in r), default=0) or None
+            cpu_cell = "n/a" if not (tcpu and rcpu) else f"{tcpu:.0f}; {rcpu:.0f}; {tcpu / rcpu:.2f}"
+            b = t[0].get("build") or {}
+            build = (f"`{b.get('CMAKE_CXX_FLAGS') or '(none)'}`, TPUPERF_NATIVE={b.get('TPUPERF_NATIVE', '?')}"
+                     if b else "?")
+            ratio = best(t) / best(r)
+            lines.append(f"| {isa} | {c} | {model} | {t[0].get('vector_path', '?')} | {build} | "
+                         f"{best(t):.1f} ({all_cps(t)}) | {best(r):.1f} ({all_cps(r)}) | **{ratio:.2f}** | "
+                         f">= {target:g} | {loads(t)}; {loads(r)} | {cpu_cell} |")
+            stand.append(f"{isa} {c} {ratio:.2f}x ({'met' if ratio >= target else '**not met**'})")
+    lines += ["", "Where it stands against the targets: " + "; ".join(stand) + ".", ""]
 
 if anchor and tp:
     pk = anchor["peak"]

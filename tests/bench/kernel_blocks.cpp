@@ -1,4 +1,4 @@
-// The SAGE layer's small-matrix kernels (trainer/kernels/small_matmul.h) at the shapes of
+// The SAGE layer's small-matrix kernels (trainer/kernels/vector/small_matmul.h) at the shapes of
 // H = 32 and 64, for several register-block sizes: GF/s on one core, best of `rounds`.
 // Chooses the blocks the kernels use (outer_block_rows, small_matmul_rows' kR); prints a
 // table, asserts nothing.
@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <vector>
 
-#include "trainer/kernels/small_matmul.h"
+#include "trainer/kernels/vector/small_matmul.h"
 
 namespace {
 
-using namespace tpuperf::kernels;
+using namespace tpuperf::kernels::TPUPERF_VECTOR_NS;
 using Clock = std::chrono::steady_clock;
 
 struct Data {
@@ -53,6 +53,18 @@ double matmul(Data& d, int rounds) {
   });
 }
 
+// The same in blocks of kMB output columns (each block's rows stream again), for register
+// files too small for a whole row's outputs (AVX2's 16 registers at 64 columns).
+template <int kK, int kM, int kMB, int kR>
+double matmul_split(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * kK * kM, [&] {
+    for (int64_t r = 0; r < d.rows; r += 32)
+      for (int c = 0; c < kM; c += kMB)
+        small_matmul_rows<kK, kMB, kR>(d.a.data(), kK, r, std::min(d.rows, r + 32), d.w.data() + c, kM,
+                                       d.out.data() + c, kM, true);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,5 +87,22 @@ int main(int argc, char** argv) {
               matmul<64, 64, 3>(d, rounds), matmul<64, 64, 4>(d, rounds), matmul<64, 64, 6>(d, rounds), matmul_block_rows(64));
   std::printf("| 128 -> 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %d |\n", matmul<128, 64, 1>(d, rounds), matmul<128, 64, 2>(d, rounds),
               matmul<128, 64, 3>(d, rounds), matmul<128, 64, 4>(d, rounds), matmul<128, 64, 6>(d, rounds), matmul_block_rows(64));
+  std::printf("\n| rows @ w in 32-column blocks | 1 row | 2 rows | 3 rows | 4 rows | 6 rows | used |\n"
+              "|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| 64 -> 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", matmul_split<64, 64, 32, 1>(d, rounds),
+              matmul_split<64, 64, 32, 2>(d, rounds), matmul_split<64, 64, 32, 3>(d, rounds),
+              matmul_split<64, 64, 32, 4>(d, rounds), matmul_split<64, 64, 32, 6>(d, rounds),
+              matmul_column_block(64) == 32 ? "yes" : "no");
+  std::printf("| 128 -> 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", matmul_split<128, 64, 32, 1>(d, rounds),
+              matmul_split<128, 64, 32, 2>(d, rounds), matmul_split<128, 64, 32, 3>(d, rounds),
+              matmul_split<128, 64, 32, 4>(d, rounds), matmul_split<128, 64, 32, 6>(d, rounds),
+              matmul_column_block(64) == 32 ? "yes" : "no");
+  std::printf("| 32 -> 96 | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", matmul_split<32, 96, 32, 1>(d, rounds),
+              matmul_split<32, 96, 32, 2>(d, rounds), matmul_split<32, 96, 32, 3>(d, rounds),
+              matmul_split<32, 96, 32, 4>(d, rounds), matmul_split<32, 96, 32, 6>(d, rounds),
+              matmul_column_block(96) == 32 ? "yes" : "no");
+  std::printf("| 32 -> 96 whole | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", matmul<32, 96, 1>(d, rounds),
+              matmul<32, 96, 2>(d, rounds), matmul<32, 96, 3>(d, rounds), matmul<32, 96, 4>(d, rounds),
+              matmul<32, 96, 6>(d, rounds), matmul_column_block(96) == 96 ? "yes" : "no");
   return 0;
 }

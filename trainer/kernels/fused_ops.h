@@ -29,8 +29,10 @@
 //
 // All take per-config states [S, N, H] (contiguous float or double). Dropout masks are
 // those of dropout_mask.h. One file per kernel (its autograd Function and entry point);
-// kernel_base.h holds the tunables they share, vector_math.h and small_matmul.h the
-// vector code.
+// kernel_base.h holds the tunables they share. The loops of the first three over float
+// rows of H = 32 and 64 are the vector paths of vector_path.h (vector/: compiled for AVX2
+// and for AVX-512, chosen at run time); without one (a CPU without AVX2, or
+// TPUPERF_VECTOR_ISA=none) those kernels take LibTorch's ops for the same math.
 #pragma once
 
 #include <torch/torch.h>

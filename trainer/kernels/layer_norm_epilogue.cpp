@@ -2,7 +2,7 @@
 #include "trainer/kernels/fused_ops.h"
 
 #include "trainer/kernels/kernel_base.h"
-#include "trainer/kernels/vector_math.h"
+#include "trainer/kernels/vector_path.h"
 
 namespace tpuperf {
 
@@ -59,130 +59,12 @@ inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __r
   }
 }
 
-// The same rows for float and H = 32 kC (kC = 1 or 2: the bench and default widths) as kC
-// Row32 vectors, with the GELU inside: the forward reads z, not gelu(z). When the forward
-// will be differentiated (kSave), it also stores per element what the backward needs:
-// xhat = (r - mean) / std and keep * gelu'(z) (keep = scale or 0, 1 without dropout), so
-// the backward does not compute the GELU again (recomputing it was about two thirds of
-// the backward's work, perf 2026-11-29). No dropout when threshold is 0. `row` counts rows
-// of H; the dropout draws of 32-wide part c are those of elements H row + 32 c .. + 31, as
-// keeps() draws them.
-template <int kC, bool kSave>
-inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, uint64_t seed,
-                                  uint16_t threshold, float scale, const Row32* gamma,
-                                  const Row32* beta, float eps, float* out, float* xhat,
-                                  float* keep_slope, float* rstd) {
-  constexpr float kWidth = 32.0f * kC;
-  // Sums over the row's kC parts are added as vectors first: one horizontal reduction per
-  // row and sum, not one per part.
-  Row32 r[kC], slope[kC], sum{}, squares{};
-  for (int c = 0; c < kC; ++c) {
-    r[c] = gelu_row32(load_row32(z + 32 * c), kSave ? &slope[c] : nullptr);
-    if (threshold > 0) {
-      const Row32 keep = row32_keep(seed, row * kC + c, threshold, scale);
-      r[c] = r[c] * keep;
-      if (kSave) slope[c] = slope[c] * keep;
-    }
-    r[c] = r[c] + load_row32(x + 32 * c);
-    sum = sum + r[c];
-  }
-  const float mu = row32_sum(sum) / kWidth;
-  for (int c = 0; c < kC; ++c) {
-    r[c] = r[c] - mu;
-    squares = squares + r[c] * r[c];
-  }
-  const float inv = 1.0f / std::sqrt(row32_sum(squares) / kWidth + eps);
-  for (int c = 0; c < kC; ++c) {
-    const Row32 normed = r[c] * inv;
-    store_row32(out + 32 * c, normed * gamma[c] + beta[c]);
-    if (kSave) {
-      store_row32(xhat + 32 * c, normed);
-      store_row32(keep_slope + 32 * c, slope[c]);
-    }
-  }
-  if (kSave) *rstd = inv;
-}
-
-// The backward of one row from the forward's xhat and keep * gelu'(z): the gradients of x
-// (gx) and z (gz); the row's gamma and beta gradient terms are added to acc_g and acc_b
-// (float sums of a few rows, see kEpilogueBlockRows).
-template <int kC>
-inline void epilogue_backward_rows(const float* xhat, const float* keep_slope, const float* go,
-                                   const Row32* gamma, float inv, float* gx, float* gz, Row32* acc_g,
-                                   Row32* acc_b) {
-  constexpr float kWidth = 32.0f * kC;
-  Row32 xh[kC], gy[kC], sum_gy{}, sum_gyx{};  // sums: as in forward
-  for (int c = 0; c < kC; ++c) {
-    xh[c] = load_row32(xhat + 32 * c);
-    const Row32 g = load_row32(go + 32 * c);
-    gy[c] = g * gamma[c];
-    acc_g[c] = acc_g[c] + g * xh[c];
-    acc_b[c] = acc_b[c] + g;
-    sum_gy = sum_gy + gy[c];
-    sum_gyx = sum_gyx + gy[c] * xh[c];
-  }
-  const float m1 = row32_sum(sum_gy) / kWidth, m2 = row32_sum(sum_gyx) / kWidth;
-  for (int c = 0; c < kC; ++c) {
-    const Row32 gr = inv * (gy[c] - m1 - xh[c] * m2);
-    store_row32(gx + 32 * c, gr);
-    store_row32(gz + 32 * c, gr * load_row32(keep_slope + 32 * c));
-  }
-}
-
-// Forward over rows [b, e) of width H = 32 kC (float, the vector path).
-template <int kC, bool kSave>
-void epilogue_forward_range(int64_t b, int64_t e, const float* xp, const float* zp, uint64_t seed,
-                            uint16_t threshold, float scale, const float* gamma, const float* beta,
-                            float eps, float* op, float* xh, float* ks, float* rp) {
-  constexpr int64_t H = 32 * kC;
-  Row32 g[kC], bt[kC];
-  for (int c = 0; c < kC; ++c) {
-    g[c] = load_row32(gamma + 32 * c);
-    bt[c] = load_row32(beta + 32 * c);
-  }
-  for (int64_t row = b; row < e; ++row)
-    epilogue_forward_rows<kC, kSave>(row, xp + row * H, zp + row * H, seed, threshold, scale, g, bt, eps,
-                                     op + row * H, kSave ? xh + row * H : nullptr,
-                                     kSave ? ks + row * H : nullptr, kSave ? rp + row : nullptr);
-}
-
-// Rows whose gamma and beta gradient terms are summed in float before the sum is added to
-// the chunk's double sums: widening every row's terms to double took about a tenth of the
-// backward (perf, 2026-11-29). A float sum of 16 terms carries a relative rounding of
-// ~16 x 2^-24 (1e-6) of their magnitude, below the 1e-5 the gradients are tested to and the
-// float rounding of the result; the long sums over up to rows / kMaxChunks rows stay double.
-constexpr int64_t kEpilogueBlockRows = 16;
-
-// Backward over rows [r0, r1), gamma's and beta's sums of those rows stored to acc (2 H
-// doubles: gamma's, then beta's).
-template <int kC>
-void epilogue_backward_range(int64_t r0, int64_t r1, const float* xh, const float* ks, const float* go,
-                             const float* gamma, const float* rp, float* gx, float* gz, double* acc) {
-  constexpr int64_t H = 32 * kC;
-  Row32 g[kC];
-  for (int c = 0; c < kC; ++c) g[c] = load_row32(gamma + 32 * c);
-  Row32Double acc_g[kC], acc_b[kC];
-  for (int64_t b0 = r0; b0 < r1; b0 += kEpilogueBlockRows) {
-    Row32 block_g[kC] = {}, block_b[kC] = {};
-    for (int64_t row = b0; row < std::min(r1, b0 + kEpilogueBlockRows); ++row)
-      epilogue_backward_rows<kC>(xh + row * H, ks + row * H, go + row * H, g, rp[row], gx + row * H,
-                                 gz + row * H, block_g, block_b);
-    for (int c = 0; c < kC; ++c) {
-      acc_g[c].add(block_g[c]);
-      acc_b[c].add(block_b[c]);
-    }
-  }
-  for (int c = 0; c < kC; ++c) {
-    acc_g[c].store(acc + 32 * c);
-    acc_b[c].store(acc + H + 32 * c);
-  }
-}
-
-// Float rows of 32 or 64 compute the GELU in the loop (gelu16); other shapes take LibTorch's
-// vectorized GELU (a scalar erf in the loop costs more than the pass it saves).
+// Float rows of 32 or 64 compute the GELU in the loop (the vector path's); other shapes, and
+// CPUs without a vector path, take LibTorch's vectorized GELU (a scalar erf in the loop
+// costs more than the pass it saves).
 bool is_row32(const Tensor& x, uint64_t threshold) {
   const int64_t H = x.size(-1);
-  return x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536;
+  return vector_path() && x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536;
 }
 
 // What the row32 forward keeps for backward (undefined when nothing will be): xhat,
@@ -191,45 +73,35 @@ struct Row32Saved {
   Tensor xhat, keep_slope, rstd;
 };
 
-template <bool kSave>
-void forward_row32_rows(const Tensor& z, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                        double eps, double p, uint64_t seed, Tensor& out, Row32Saved& saved) {
+void forward_row32_rows(const VectorPath& path, const Tensor& z, const Tensor& x, const Tensor& gamma,
+                        const Tensor& beta, double eps, double p, uint64_t seed, Tensor& out, Row32Saved* saved) {
   const int64_t H = x.size(-1), rows = x.numel() / H;
-  const float *zp = z.data_ptr<float>(), *xp = x.data_ptr<float>();
   const auto g = gamma.contiguous(), bt = beta.contiguous();
-  float* op = out.data_ptr<float>();
-  float* xh = kSave ? saved.xhat.data_ptr<float>() : nullptr;
-  float* ks = kSave ? saved.keep_slope.data_ptr<float>() : nullptr;
-  float* rp = kSave ? saved.rstd.data_ptr<float>() : nullptr;
-  const float scale = float(1.0 / (1.0 - p));
-  const auto t = static_cast<uint16_t>(drop_threshold(p));
-  at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) {
-    if (H == 32)
-      epilogue_forward_range<1, kSave>(b, e, xp, zp, seed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
-                                       float(eps), op, xh, ks, rp);
-    else
-      epilogue_forward_range<2, kSave>(b, e, xp, zp, seed, t, scale, g.data_ptr<float>(), bt.data_ptr<float>(),
-                                       float(eps), op, xh, ks, rp);
-  });
+  EpilogueForward args{x.data_ptr<float>(), z.data_ptr<float>(), g.data_ptr<float>(), bt.data_ptr<float>(), seed,
+                       static_cast<uint16_t>(drop_threshold(p)), float(1.0 / (1.0 - p)), float(eps),
+                       out.data_ptr<float>(), nullptr, nullptr, nullptr};
+  if (saved) {
+    args.xhat = saved->xhat.data_ptr<float>();
+    args.keep_slope = saved->keep_slope.data_ptr<float>();
+    args.rstd = saved->rstd.data_ptr<float>();
+  }
+  at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) { path.epilogue_forward(H, b, e, args); });
 }
 
 // The row32 forward; `save`: the result will be differentiated.
-Tensor forward_row32(const Tensor& z, const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
-                     double p, uint64_t seed, bool save, Row32Saved& saved) {
+Tensor forward_row32(const VectorPath& path, const Tensor& z, const Tensor& x, const Tensor& gamma,
+                     const Tensor& beta, double eps, double p, uint64_t seed, bool save, Row32Saved& saved) {
   auto out = torch::empty_like(x);
-  if (!save) {
-    forward_row32_rows<false>(z, x, gamma, beta, eps, p, seed, out, saved);
-    return out;
-  }
-  saved = {torch::empty_like(x), torch::empty_like(x), torch::empty({x.numel() / x.size(-1)}, x.options())};
-  forward_row32_rows<true>(z, x, gamma, beta, eps, p, seed, out, saved);
+  if (save)
+    saved = {torch::empty_like(x), torch::empty_like(x), torch::empty({x.numel() / x.size(-1)}, x.options())};
+  forward_row32_rows(path, z, x, gamma, beta, eps, p, seed, out, save ? &saved : nullptr);
   return out;
 }
 
 // Backward of the row32 path: z's gradient, x's, and the per-chunk partial sums of gamma's
 // and beta's gradients (chunks x 2 x H doubles, added in chunk order by the caller).
-void backward_row32(const Row32Saved& saved, const Tensor& gamma, const Tensor& gout, Tensor& grad_z,
-                    Tensor& grad_x, Tensor& partial) {
+void backward_row32(const VectorPath& path, const Row32Saved& saved, const Tensor& gamma, const Tensor& gout,
+                    Tensor& grad_z, Tensor& grad_x, Tensor& partial) {
   const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
   const float *xh = saved.xhat.data_ptr<float>(), *ks = saved.keep_slope.data_ptr<float>();
   const float *go = gout.data_ptr<float>(), *rp = saved.rstd.data_ptr<float>();
@@ -239,10 +111,7 @@ void backward_row32(const Row32Saved& saved, const Tensor& gamma, const Tensor& 
   at::parallel_for(0, partial.size(0), 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t r0 = c * per, r1 = std::min(rows, (c + 1) * per);
-      if (H == 32)
-        epilogue_backward_range<1>(r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
-      else
-        epilogue_backward_range<2>(r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
+      path.epilogue_backward(H, r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
     }
   });
 }
@@ -338,7 +207,7 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     ctx->saved_data["row32"] = row32;
     if (row32) {
       Row32Saved saved;
-      auto out = forward_row32(z, x, gamma, beta, eps, p, useed, save, saved);
+      auto out = forward_row32(*vector_path(), z, x, gamma, beta, eps, p, useed, save, saved);
       ctx->save_for_backward({saved.xhat, saved.keep_slope, saved.rstd, gamma});
       return out;
     }
@@ -363,7 +232,8 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     Tensor grad_z;
     if (row32) {
       TORCH_CHECK(saved[0].defined(), "gelu_dropout_add_layer_norm: backward of a forward that saved nothing");
-      backward_row32({saved[0], saved[1], saved[2]}, gamma, gout, grad_a, grad_x, partial);
+      TORCH_CHECK(vector_path(), "gelu_dropout_add_layer_norm: the vector path was turned off between forward and backward");
+      backward_row32(*vector_path(), {saved[0], saved[1], saved[2]}, gamma, gout, grad_a, grad_x, partial);
       grad_z = grad_a;
     } else {
       const auto &z = saved[0], &a = saved[1], &x = saved[2];

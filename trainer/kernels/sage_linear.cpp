@@ -2,7 +2,7 @@
 #include "trainer/kernels/fused_ops.h"
 
 #include "trainer/kernels/kernel_base.h"
-#include "trainer/kernels/small_matmul.h"
+#include "trainer/kernels/vector_path.h"
 
 namespace tpuperf {
 
@@ -34,50 +34,11 @@ void gather_rows(const T* src, int64_t src_width, int64_t off, const int64_t* pt
   }
 }
 
-// gather_rows for float rows of kH = 32 or 64 (the vector kernels' widths), the sum kept in
-// registers: acc (kH / kLanes vectors) += the weighted rows. The means are then stored once
-// (no zero-fill of the row, no read-modify-write per neighbour).
-template <int kH>
-[[gnu::always_inline]] inline void gather_rows_vec(const float* src, int64_t src_width, int64_t off,
-                                                   const int64_t* ptr, const int64_t* idx,
-                                                   const int64_t* other_ptr, int64_t u, FloatVec* acc) {
-  constexpr int kV = kH / kLanes;
-  const int64_t b = ptr[u], e = ptr[u + 1];
-  for (int64_t k = b; k < e; ++k) {
-    const int64_t v = idx[k];
-    const float w = 1.0f / float(other_ptr ? other_ptr[v + 1] - other_ptr[v] : e - b);
-    const float* row = src + v * src_width + off;
-    const FloatVec wv = broadcast(w);
-#pragma GCC unroll 4
-    for (int q = 0; q < kV; ++q) acc[q] += wv * load_vec(row + kLanes * q);
-  }
-}
-
-// Forward, float rows of kH: row r = (s, u)'s means of producers and of consumers, [2 kH].
-template <int kH>
-void means_row_vec(const float* slab, const int64_t* pp, const int64_t* pi, const int64_t* cp,
-                   const int64_t* ci, int64_t u, float* m) {
-  constexpr int kV = kH / kLanes;
-  FloatVec prod[kV] = {}, cons[kV] = {};
-  gather_rows_vec<kH>(slab, kH, 0, pp, pi, nullptr, u, prod);
-  gather_rows_vec<kH>(slab, kH, 0, cp, ci, nullptr, u, cons);
-  for (int q = 0; q < kV; ++q) {
-    store_vec(m + kLanes * q, prod[q]);
-    store_vec(m + kH + kLanes * q, cons[q]);
-  }
-}
-
-// Backward, float rows of kH: x's gradient of node v in slot slab (rows of 3 kH: the
-// gradient of [x, means]), written to o.
-template <int kH>
-void grad_x_row_vec(const float* slab, const int64_t* pp, const int64_t* pi, const int64_t* cp,
-                    const int64_t* ci, int64_t v, float* o) {
-  constexpr int kV = kH / kLanes;
-  FloatVec acc[kV];
-  for (int q = 0; q < kV; ++q) acc[q] = load_vec(slab + v * 3 * kH + kLanes * q);
-  gather_rows_vec<kH>(slab, 3 * kH, kH, cp, ci, pp, v, acc);
-  gather_rows_vec<kH>(slab, 3 * kH, 2 * kH, pp, pi, cp, v, acc);
-  for (int q = 0; q < kV; ++q) store_vec(o + kLanes * q, acc[q]);
+// The vector path for this layer's states (float, H = 32 or 64), or null: LibTorch's BLAS
+// calls on whole tensors, outside any parallel region.
+const VectorPath* small_kernels(const Tensor& x) {
+  const VectorPath* path = vector_path();
+  return path && x.scalar_type() == torch::kFloat && (x.size(-1) == 32 || x.size(-1) == 64) ? path : nullptr;
 }
 
 // The SAGE layer's parameter gradients: g^T [x | means] (H x 3H, the weight's) and the
@@ -89,7 +50,8 @@ void grad_x_row_vec(const float* slab, const int64_t* pp, const int64_t* pi, con
 std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, const Tensor& means) {
   const int64_t H = g.size(-1), rows = g.numel() / H;
   const auto g2 = g.reshape({rows, H}), x2 = x.reshape({rows, H}), m2 = means.reshape({rows, 2 * H});
-  if (!has_small_kernels(g)) return {torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1), g2.sum(0)};
+  const VectorPath* path = small_kernels(g);
+  if (!path) return {torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1), g2.sum(0)};
   const int64_t per = std::max(kGrain, (rows + kParamGradChunks - 1) / kParamGradChunks);
   const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
   auto px = torch::empty({chunks, H, H}, g.options()), pm = torch::empty({chunks, H, 2 * H}, g.options());
@@ -100,15 +62,7 @@ std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, con
   at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
-      std::fill(pxp + c * H * H, pxp + (c + 1) * H * H, 0.0f);
-      std::fill(pmp + c * H * 2 * H, pmp + (c + 1) * H * 2 * H, 0.0f);
-      outer_rows(gp, H, H, xp, H, H, r0, r1, pxp + c * H * H);
-      outer_rows(gp, H, H, mp, 2 * H, 2 * H, r0, r1, pmp + c * H * 2 * H);
-      for (int64_t q = 0; q < H; q += 32) {  // the bias's sums, 32 columns at a time
-        Row32Double bias;
-        for (int64_t r = r0; r < r1; ++r) bias.add(load_row32(gp + r * H + q));
-        bias.store(pbp + c * H + q);
-      }
+      path->sage_param_grads(H, gp, xp, mp, r0, r1, pxp + c * H * H, pmp + c * H * 2 * H, pbp + c * H);
     }
   });
   return {torch::cat({px.sum(0), pm.sum(0)}, 1), pb.sum(0).to(g.scalar_type())};
@@ -137,51 +91,37 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     auto means = torch::empty({S, N, 2 * H}, x.options());
     const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
     const auto bias_row = bias.contiguous().reshape({1, H});
-    const bool kernels = has_small_kernels(x);
-    // The kernels' output rows start as the bias, written per block while in cache (an
-    // expanded bias made contiguous was one more pass over fresh memory and an op).
-    auto out = kernels ? torch::empty({S * N, H}, x.options()) : torch::Tensor();
+    const VectorPath* path = small_kernels(x);
+    if (path) {
+      auto out = torch::empty({S, N, H}, x.options());
+      const CsrGraph graph{pptr.data_ptr<int64_t>(), pidx.data_ptr<int64_t>(), cptr.data_ptr<int64_t>(),
+                           cidx.data_ptr<int64_t>()};
+      const float *xp = x.data_ptr<float>(), *wp = wt.data_ptr<float>(), *bp = bias_row.data_ptr<float>();
+      float *mp = means.data_ptr<float>(), *op = out.data_ptr<float>();
+      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+        path->sage_forward(H, xp, N, graph, b, e, wp, bp, mp, op);
+      });
+      ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
+      return out;
+    }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
       const scalar_t* xp = x.data_ptr<scalar_t>();
       scalar_t* mp = means.data_ptr<scalar_t>();
       const int64_t *pp = pptr.data_ptr<int64_t>(), *pi = pidx.data_ptr<int64_t>(),
                     *cp = cptr.data_ptr<int64_t>(), *ci = cidx.data_ptr<int64_t>();
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        // Blocks of kGrain rows: the kernels read the means while they are in cache.
-        for (int64_t b0 = b; b0 < e; b0 += kGrain) {
-          const int64_t e0 = std::min(e, b0 + kGrain);
-          for (int64_t r = b0; r < e0; ++r) {
-            const int64_t s = r / N, u = r % N;
-            const scalar_t* slab = xp + s * N * H;
-            if (kernels) {
-              const auto* sf = reinterpret_cast<const float*>(slab);
-              auto* mf = reinterpret_cast<float*>(mp + r * 2 * H);
-              if (H == 64) means_row_vec<64>(sf, pp, pi, cp, ci, u, mf);
-              else means_row_vec<32>(sf, pp, pi, cp, ci, u, mf);
-              continue;
-            }
-            std::fill(mp + r * 2 * H, mp + (r + 1) * 2 * H, scalar_t(0));
-            gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
-            gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
-          }
-          if (kernels) {
-            const auto* xf = reinterpret_cast<const float*>(xp);
-            const auto* mf = reinterpret_cast<const float*>(mp);
-            const float* wp = wt.data_ptr<float>();
-            const float* bp = bias_row.data_ptr<float>();
-            float* op = out.data_ptr<float>();
-            for (int64_t r = b0; r < e0; ++r)  // H is 32 or 64: whole vectors (std::copy was a libc call a row)
-              for (int64_t j = 0; j < H; j += kLanes) store_vec(op + r * H + j, load_vec(bp + j));
-            matmul_rows(xf, H, b0, e0, wp, H, H, op, H, true);
-            matmul_rows(mf, 2 * H, b0, e0, wp + H * H, 2 * H, H, op, H, true);
-          }
+        for (int64_t r = b; r < e; ++r) {
+          const scalar_t* slab = xp + (r / N) * N * H;
+          const int64_t u = r % N;
+          std::fill(mp + r * 2 * H, mp + (r + 1) * 2 * H, scalar_t(0));
+          gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
+          gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
         }
       });
     });
-    if (!kernels)
-      out = torch::addmm(bias_row, x.reshape({S * N, H}), wt.narrow(0, 0, H))
-                .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H));
-    out = out.view({S, N, H});
+    auto out = torch::addmm(bias_row, x.reshape({S * N, H}), wt.narrow(0, 0, H))
+                   .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H))
+                   .view({S, N, H});
     ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
     return out;
   }
@@ -192,44 +132,37 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     const auto g = grads[0].contiguous();
     const int64_t S = g.size(0), N = g.size(1), H = g.size(2);
     // The gradient of each node's [x, means] row, then x's gradient gathers it back.
-    const bool kernels = has_small_kernels(g);
-    auto grad_in = kernels ? torch::empty({S, N, 3 * H}, g.options())
-                           : g.reshape({S * N, H}).mm(weight).view({S, N, 3 * H});
     auto grad_x = torch::empty_like(x);
-    if (kernels) {
-      const float* gp = g.data_ptr<float>();
+    const VectorPath* path = small_kernels(g);
+    if (path) {
+      auto grad_in = torch::empty({S, N, 3 * H}, g.options());
       const auto w = weight.contiguous();  // H x 3H
-      const float* wp = w.data_ptr<float>();
-      float* ip = grad_in.data_ptr<float>();
-      at::parallel_for(0, S * N, 2 * kGrain, [&](int64_t b, int64_t e) {
-        matmul_rows(gp, H, b, e, wp, H, 3 * H, ip, 3 * H, false);
+      const float *gp = g.data_ptr<float>(), *wp = w.data_ptr<float>();
+      float *ip = grad_in.data_ptr<float>(), *xp = grad_x.data_ptr<float>();
+      at::parallel_for(0, S * N, 2 * kGrain, [&](int64_t b, int64_t e) { path->sage_grad_in(H, gp, wp, b, e, ip); });
+      const CsrGraph graph{saved[3].data_ptr<int64_t>(), saved[4].data_ptr<int64_t>(), saved[5].data_ptr<int64_t>(),
+                           saved[6].data_ptr<int64_t>()};
+      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) { path->sage_grad_x(H, ip, N, graph, b, e, xp); });
+    } else {
+      const auto grad_in = g.reshape({S * N, H}).mm(weight).view({S, N, 3 * H});
+      AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
+        const scalar_t* ip = grad_in.data_ptr<scalar_t>();
+        scalar_t* xp = grad_x.data_ptr<scalar_t>();
+        const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
+                      *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
+        at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const scalar_t* slab = ip + (r / N) * N * 3 * H;
+            scalar_t* o = xp + r * H;
+            for (int64_t j = 0; j < H; ++j) o[j] = ip[r * 3 * H + j];
+            // v's row reached each consumer u of v through u's producer mean (weight
+            // 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).
+            gather_rows(slab, 3 * H, H, cp, ci, pp, r % N, H, o);
+            gather_rows(slab, 3 * H, 2 * H, pp, pi, cp, r % N, H, o);
+          }
+        });
       });
     }
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
-      const scalar_t* ip = grad_in.data_ptr<scalar_t>();
-      scalar_t* xp = grad_x.data_ptr<scalar_t>();
-      const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
-                    *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
-      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t s = r / N, v = r % N;
-          const scalar_t* slab = ip + s * N * 3 * H;
-          scalar_t* o = xp + r * H;
-          if (kernels) {
-            const auto* sf = reinterpret_cast<const float*>(slab);
-            auto* of = reinterpret_cast<float*>(o);
-            if (H == 64) grad_x_row_vec<64>(sf, pp, pi, cp, ci, v, of);
-            else grad_x_row_vec<32>(sf, pp, pi, cp, ci, v, of);
-            continue;
-          }
-          for (int64_t j = 0; j < H; ++j) o[j] = ip[r * 3 * H + j];
-          // v's row reached each consumer u of v through u's producer mean (weight
-          // 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).
-          gather_rows(slab, 3 * H, H, cp, ci, pp, v, H, o);
-          gather_rows(slab, 3 * H, 2 * H, pp, pi, cp, v, H, o);
-        }
-      });
-    });
     // bias has x's type (checked in forward).
     auto [grad_weight, grad_bias] = sage_param_grads(g, x, means);
     return {grad_x, grad_weight, grad_bias, Tensor(), Tensor(), Tensor(), Tensor()};

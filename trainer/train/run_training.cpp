@@ -15,6 +15,7 @@
 #include "common/metrics/metrics.h"
 #include "common/cli/tool_main.h"
 #include "trainer/models/checkpoint.h"
+#include "trainer/kernels/vector_path.h"
 #include "trainer/train/compute_threads.h"
 #include "trainer/train/distributed.h"
 #include "trainer/eval/ensemble.h"
@@ -250,7 +251,8 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
   }
   if (ctx.rank == 0) {
     cfg.log();
-    spdlog::info("{} ranks, {} LibTorch threads each, {} folds", ctx.size, threads, k);
+    spdlog::info("{} ranks, {} LibTorch threads each, {} folds; fused kernels' vector path: {}", ctx.size, threads,
+                 k, kernels::describe_vector_path());
     bool has_ckpt = fs::exists(s.output_dir + "/checkpoints");
     if (has_ckpt && !opts.resume && !opts.fresh && !opts.predict_only)
       throw Error("holds checkpoints of an earlier run: pass --resume to continue it or --fresh to start over",

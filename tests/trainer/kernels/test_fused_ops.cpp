@@ -1,17 +1,22 @@
 // The fused kernels of trainer/fused_ops.h against the unfused LibTorch compositions they
 // replace (values and gradients, float and double), against central finite differences in
 // double, and the counter-based dropout mask: keep rate, replay from the seed, and backward
-// using the forward's mask.
+// using the forward's mask. ctest runs every test once per vector path
+// (TPUPERF_TEST_VECTOR_ISA=avx512, avx2, none: trainer/kernels/vector_path.h); a path this
+// CPU cannot run is skipped.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <vector>
 
+#include "common/base/error.h"
 #include "trainer/kernels/fused_ops.h"
+#include "trainer/kernels/vector_path.h"
 #include "trainer/models/graph_ops.h"
 
 namespace tpuperf {
@@ -20,13 +25,73 @@ namespace {
 namespace F = torch::nn::functional;
 using Fn = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
 
+using kernels::VectorIsa;
+
+// The path this run of the tests is for: TPUPERF_TEST_VECTOR_ISA's, else the CPU's best.
+VectorIsa tested_isa() {
+  const char* name = std::getenv("TPUPERF_TEST_VECTOR_ISA");
+  return name ? kernels::parse_vector_isa(name) : kernels::best_vector_isa();
+}
+
+bool cpu_runs(VectorIsa isa) { return static_cast<int>(isa) <= static_cast<int>(kernels::best_vector_isa()); }
+
 class FusedOps : public ::testing::Test {
  protected:
   void SetUp() override {
+    const VectorIsa isa = tested_isa();
+    if (!cpu_runs(isa)) GTEST_SKIP() << "this CPU cannot run the " << kernels::vector_isa_name(isa) << " path";
+    kernels::use_vector_isa(isa);
     torch::set_num_threads(1);
     torch::manual_seed(0);
   }
 };
+
+// ------------------------------------------------------------------------ vector paths
+TEST_F(FusedOps, TheKernelsRunThePathAskedFor) {
+  const kernels::VectorPath* path = kernels::vector_path();
+  if (tested_isa() == VectorIsa::kNone) {
+    EXPECT_EQ(path, nullptr);
+    return;
+  }
+  ASSERT_NE(path, nullptr);
+  EXPECT_EQ(path->isa, tested_isa());
+  EXPECT_EQ(path->name, kernels::vector_isa_name(tested_isa()));
+  EXPECT_NE(kernels::describe_vector_path().find("forced"), std::string::npos) << kernels::describe_vector_path();
+}
+
+// Under an emulated CPU (ctest's unit.test_fused_ops.qemu_haswell) the CPU check must see
+// what the emulator offers, not the host.
+TEST(VectorPath, TheBestPathIsTheCpusOwn) {
+  const char* expected = std::getenv("TPUPERF_TEST_EXPECT_BEST");
+  if (!expected) GTEST_SKIP() << "TPUPERF_TEST_EXPECT_BEST not set";
+  EXPECT_EQ(kernels::vector_isa_name(kernels::best_vector_isa()), expected);
+}
+
+TEST(VectorPath, NamesParseBackAndOthersAreErrors) {
+  for (VectorIsa isa : {VectorIsa::kNone, VectorIsa::kAvx2, VectorIsa::kAvx512})
+    EXPECT_EQ(kernels::parse_vector_isa(kernels::vector_isa_name(isa)), isa);
+  try {
+    kernels::parse_vector_isa("sse4");
+    FAIL() << "sse4 parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'sse4'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("avx512, avx2 or none"), std::string::npos) << e.what();
+  }
+}
+
+// Every path down from the CPU's best can be forced; one above it is refused (under
+// `qemu-x86_64 -cpu Haswell`, ctest's unit.test_fused_ops.qemu_haswell, that is avx512).
+TEST(VectorPath, APathTheCpuLacksIsRefused) {
+  const VectorIsa best = kernels::best_vector_isa();
+  for (VectorIsa isa : {VectorIsa::kNone, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (cpu_runs(isa)) {
+      EXPECT_NO_THROW(kernels::use_vector_isa(isa)) << kernels::vector_isa_name(isa);
+    } else {
+      EXPECT_THROW(kernels::use_vector_isa(isa), Error) << kernels::vector_isa_name(isa);
+    }
+  }
+  kernels::use_vector_isa(best);
+}
 
 // A DAG with repeated edges and isolated nodes (u consumes v, u > v).
 GraphEdges random_edges(std::mt19937_64& rng, int64_t n, int64_t m) {

@@ -1,11 +1,13 @@
 // Register-blocked matrix kernels for the SAGE layer's small shapes (internal to
-// trainer/kernels/).
+// trainer/kernels/vector/).
 #pragma once
 
-#include "trainer/kernels/kernel_base.h"
-#include "trainer/kernels/vector_math.h"
+#include <algorithm>
+#include <cstdint>
 
-namespace tpuperf::kernels {
+#include "trainer/kernels/vector/vector_math.h"
+
+namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 
 // ------------------------------------------------------------- rows times a small matrix
 // The SAGE layer's matmuls have K and M of H to 3H (32 to 96): too small for a BLAS's
@@ -99,37 +101,34 @@ void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __res
   }
 }
 
-// The SAGE layer's shapes the vector kernels cover: float with H = 32 (the bench model)
-// or 64 (the schema's default). Other widths and double use LibTorch's BLAS calls on whole
-// tensors, outside any parallel region.
-inline bool has_small_kernels(const Tensor& x) {
-  return x.scalar_type() == torch::kFloat && (x.size(-1) == 32 || x.size(-1) == 64);
+// Output columns per block of matmul_rows. With AVX-512 a whole row of up to 96 outputs
+// (6 vectors; at 192 the 12 accumulators of one row would leave no register for the rest),
+// else 64.
+constexpr int matmul_column_block(int kM) { return kM <= 96 ? kM : 64; }
+
+// out[r] (+)= a[r, :kK] @ w (kK x kM, row-major) for r in [r0, r1) at the SAGE layer's
+// shapes for H = 32 and 64: kK = H or 2H with kM = H (forward), kK = H with kM = 3H
+// (backward); in blocks of matmul_column_block(kM) output columns.
+template <int kK, int kM>
+void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const float* w, float* out,
+                 int64_t ldo, bool accumulate) {
+  constexpr int kMB = matmul_column_block(kM);
+  static_assert(kM % kMB == 0, "column blocks must tile the output");
+  for (int c = 0; c < kM; c += kMB)
+    small_matmul_rows<kK, kMB>(a, lda, r0, r1, w + c, kM, out + c, ldo, accumulate);
 }
 
-// out[r] (+)= a[r, :K] @ w (K x M, row-major) for r in [r0, r1): the shapes of H = 32 and
-// 64 (K = H or 2H, M = H or 3H). Outputs wider than 64 columns go in blocks of 64 (at H = 64
-// the 12 accumulators of one row's 192 outputs would leave no register for the rest).
-inline void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const float* w, int64_t K,
-                        int64_t M, float* out, int64_t ldo, bool accumulate) {
-  if (K == 32 && M == 32) return small_matmul_rows<32, 32>(a, lda, r0, r1, w, M, out, ldo, accumulate);
-  if (K == 64 && M == 32) return small_matmul_rows<64, 32>(a, lda, r0, r1, w, M, out, ldo, accumulate);
-  if (K == 32 && M == 96) return small_matmul_rows<32, 96>(a, lda, r0, r1, w, M, out, ldo, accumulate);
-  TORCH_CHECK((K == 64 || K == 128) && M % 64 == 0, "matmul_rows: no kernel for ", K, " x ", M);
-  for (int64_t c = 0; c < M; c += 64) {
-    if (K == 64) small_matmul_rows<64, 64>(a, lda, r0, r1, w + c, M, out + c, ldo, accumulate);
-    else small_matmul_rows<128, 64>(a, lda, r0, r1, w + c, M, out + c, ldo, accumulate);
+// out (kJ x kM, row stride kM) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: the SAGE
+// weight gradient's blocks, kJ = H (32 or 64), kM = H or 2H; at H = 64 in blocks of 64
+// columns.
+template <int kJ, int kM>
+void outer_rows(const float* g, int64_t ldg, const float* b, int64_t ldb, int64_t r0, int64_t r1, float* out) {
+  if constexpr (kJ == 32) {
+    small_outer_rows<kJ, kM>(g, ldg, b, ldb, r0, r1, out);
+  } else {
+    static_assert(kM % 64 == 0, "wide outputs go in blocks of 64 columns");
+    for (int c = 0; c < kM; c += 64) small_outer_rows<kJ, 64>(g, ldg, b + c, ldb, r0, r1, out + c, kM);
   }
 }
 
-// out (J x M, row stride M) += sum over r in [r0, r1) of g[r, :J]^T b[r, :M]: the SAGE
-// weight gradient's blocks, J = H (32 or 64), M = H or 2H; at H = 64 in blocks of 64
-// columns.
-inline void outer_rows(const float* g, int64_t ldg, int64_t J, const float* b, int64_t ldb, int64_t M,
-                       int64_t r0, int64_t r1, float* out) {
-  if (J == 32 && M == 32) return small_outer_rows<32, 32>(g, ldg, b, ldb, r0, r1, out);
-  if (J == 32 && M == 64) return small_outer_rows<32, 64>(g, ldg, b, ldb, r0, r1, out);
-  TORCH_CHECK(J == 64 && M % 64 == 0, "outer_rows: no kernel for ", J, " x ", M);
-  for (int64_t c = 0; c < M; c += 64) small_outer_rows<64, 64>(g, ldg, b + c, ldb, r0, r1, out + c, M);
-}
-
-}  // namespace tpuperf::kernels
+}  // namespace tpuperf::kernels::TPUPERF_VECTOR_NS

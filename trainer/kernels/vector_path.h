@@ -1,0 +1,85 @@
+// The fused kernels' vector paths: the loops of sage_linear, gelu_dropout_add_layer_norm and
+// fused_gelu over float rows of H = 32 or 64, written once (trainer/kernels/vector/) and
+// compiled for two instruction sets, AVX2 + FMA (x86-64-v3, 8-float vectors) and AVX-512
+// (x86-64-v4, 16-float vectors). The kernels call them through the table of the path chosen
+// at run time from the CPU's features, so one binary (TPUPERF_NATIVE=OFF included) runs the
+// widest path the CPU has; on a CPU without AVX2 they run their LibTorch definitions.
+//
+// TPUPERF_VECTOR_ISA=avx512|avx2|none (or use_vector_isa) forces a path, for benchmarking
+// and tests: none runs every kernel's LibTorch form (the same math with LibTorch's ops).
+// Forcing a path the CPU lacks is an error, not a crash.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tpuperf::kernels {
+
+enum class VectorIsa { kNone, kAvx2, kAvx512 };
+
+// The producer and consumer lists of a graph's nodes as CSR (Adjacency's tensors' data).
+struct CsrGraph {
+  const int64_t *producer_ptr, *producer_idx, *consumer_ptr, *consumer_idx;
+};
+
+// The forward of gelu_dropout_add_layer_norm over float rows of H = 32 or 64:
+// out = LayerNorm(x + keep * gelu(z)) (keep: the counter dropout mask of seed, scale or 0;
+// no dropout when threshold is 0) and, when xhat is not null, what backward reads: xhat,
+// keep * gelu'(z) and 1 / std per row.
+struct EpilogueForward {
+  const float *x, *z, *gamma, *beta;
+  uint64_t seed;
+  uint16_t threshold;
+  float scale, eps;
+  float *out, *xhat, *keep_slope, *rstd;
+};
+
+// One instruction set's loops. Every function takes H (32 or 64) and a range of rows; the
+// callers split rows into tasks (kernel_base.h) and own the tensors.
+struct VectorPath {
+  VectorIsa isa;
+  const char* name;  // "avx2", "avx512"
+  // Rows [b, e) of x (S x N x H): means (rows x 2H: of producers, of consumers) and
+  // out = bias + x W_self + means W_means (wt: 3H x H, the weight transposed).
+  void (*sage_forward)(int64_t H, const float* x, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
+                       const float* wt, const float* bias, float* means, float* out);
+  // Rows [b, e) of grad_in (rows x 3H) = g (rows x H) @ w (H x 3H).
+  void (*sage_grad_in)(int64_t H, const float* g, const float* w, int64_t b, int64_t e, float* grad_in);
+  // Rows [b, e) of x's gradient (S x N x H) from grad_in (S x N x 3H).
+  void (*sage_grad_x)(int64_t H, const float* grad_in, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
+                      float* grad_x);
+  // Rows [r0, r1)'s part of the weight and bias gradients: px (H x H) = g^T x,
+  // pm (H x 2H) = g^T means, pb (H doubles) = column sums of g; all three overwritten.
+  void (*sage_param_grads)(int64_t H, const float* g, const float* x, const float* means, int64_t r0,
+                           int64_t r1, float* px, float* pm, double* pb);
+  // gelu_dropout_add_layer_norm over rows [b, e).
+  void (*epilogue_forward)(int64_t H, int64_t b, int64_t e, const EpilogueForward& args);
+  // Its backward over rows [r0, r1): gx, gz, and gamma's then beta's sums of those rows
+  // stored to acc (2H doubles).
+  void (*epilogue_backward)(int64_t H, int64_t r0, int64_t r1, const float* xhat, const float* keep_slope,
+                            const float* gout, const float* gamma, const float* rstd, float* gx, float* gz,
+                            double* acc);
+  // Elements [b, e): out = gelu(z), or grad * gelu'(z) when grad is not null.
+  void (*gelu)(const float* z, const float* grad, float* out, int64_t b, int64_t e);
+};
+
+// The path in use: the widest the CPU has, or TPUPERF_VECTOR_ISA's, or the last
+// use_vector_isa's; null for none (LibTorch).
+const VectorPath* vector_path();
+
+// The widest path this CPU can run.
+VectorIsa best_vector_isa();
+
+// Uses `isa` from now on (set it before any kernel runs, not during one); throws
+// Error when this CPU cannot run it.
+void use_vector_isa(VectorIsa isa);
+
+// "avx512", "avx2" or "none"; parse_vector_isa is its inverse (Error
+// naming the accepted values otherwise).
+std::string vector_isa_name(VectorIsa isa);
+VectorIsa parse_vector_isa(const std::string& name);
+
+// For logs: e.g. "avx512 (best on this CPU)" or "avx2 (forced by TPUPERF_VECTOR_ISA; the CPU has avx512)".
+std::string describe_vector_path();
+
+}  // namespace tpuperf::kernels
