@@ -101,6 +101,14 @@ int main(int argc, char** argv) {
               matmul_split<32, 96, 32, 2>(d, rounds), matmul_split<32, 96, 32, 3>(d, rounds),
               matmul_split<32, 96, 32, 4>(d, rounds), matmul_split<32, 96, 32, 6>(d, rounds),
               matmul_column_block(96) == 32 ? "yes" : "no");
+  std::printf("| 64 -> 192 | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", matmul_split<64, 192, 32, 1>(d, rounds),
+              matmul_split<64, 192, 32, 2>(d, rounds), matmul_split<64, 192, 32, 3>(d, rounds),
+              matmul_split<64, 192, 32, 4>(d, rounds), matmul_split<64, 192, 32, 6>(d, rounds),
+              matmul_column_block(192) == 32 ? "yes" : "no");
+  std::printf("| 64 -> 192 in 64-column blocks | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n",
+              matmul_split<64, 192, 64, 1>(d, rounds), matmul_split<64, 192, 64, 2>(d, rounds),
+              matmul_split<64, 192, 64, 3>(d, rounds), matmul_split<64, 192, 64, 4>(d, rounds),
+              matmul_split<64, 192, 64, 6>(d, rounds), matmul_column_block(192) == 64 ? "yes" : "no");
   std::printf("| 32 -> 96 whole | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", matmul<32, 96, 1>(d, rounds),
               matmul<32, 96, 2>(d, rounds), matmul<32, 96, 3>(d, rounds), matmul<32, 96, 4>(d, rounds),
               matmul<32, 96, 6>(d, rounds), matmul_column_block(96) == 96 ? "yes" : "no");

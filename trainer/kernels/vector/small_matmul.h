@@ -17,8 +17,11 @@ namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 // with AVX-512 6 for outputs of up to 64 columns: at 64 -> 64 and 128 -> 64, 6 rows ran
 // 1.3-2x faster than 3 on one core although 6 x 4 accumulators leave few registers for
 // the rest (tests/bench/kernel_blocks.cpp, 2026-11-29).
+// With AVX2, 3 rows of 32 outputs (12 of the 16 registers): 93-101 GF/s on one core against
+// 56-59 with 2 (kernel_blocks_avx2, 2026-12-02).
 constexpr int matmul_block_rows(int kM) {
-  return kLanes == 16 && kM <= 64 ? 6 : std::max(1, kAccumulators / (kM / kLanes));
+  if (kLanes == 16) return kM <= 64 ? 6 : std::max(1, kAccumulators / (kM / kLanes));
+  return kM == 32 ? 3 : std::max(1, kAccumulators / (kM / kLanes));
 }
 
 // out[r] (+)= a[r, :kK] @ w (kK x kM, row-major with row stride ldw) for r in [r0, r1);
@@ -103,8 +106,13 @@ void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __res
 
 // Output columns per block of matmul_rows. With AVX-512 a whole row of up to 96 outputs
 // (6 vectors; at 192 the 12 accumulators of one row would leave no register for the rest),
-// else 64.
-constexpr int matmul_column_block(int kM) { return kM <= 96 ? kM : 64; }
+// else 64. With AVX2 blocks of 32 columns, 3 rows each (64 -> 64: 78-81 GF/s against 56-62
+// for whole rows; 64 -> 192: 52 against 41 in blocks of 64), but 96 outputs whole (61-64
+// against 42-47 in blocks of 32; kernel_blocks_avx2, 2026-12-02).
+constexpr int matmul_column_block(int kM) {
+  if (kLanes == 16) return kM <= 96 ? kM : 64;
+  return kM == 96 ? 96 : 32;
+}
 
 // out[r] (+)= a[r, :kK] @ w (kK x kM, row-major) for r in [r0, r1) at the SAGE layer's
 // shapes for H = 32 and 64: kK = H or 2H with kM = H (forward), kK = H with kM = 3H
