@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian machine: set-up (packages + build), then ctest
 # (unit, MPI, integration and faults tests). Extra arguments go to ctest, e.g. -L unit.
-# A full run (no arguments) then checks the readers of raw data twice more:
-#   - their unit tests (and the featurizer's) built with ASan and UBSan (TPUPERF_SANITIZE,
+# A full run (no arguments) then checks the kernels as one portable binary and the readers
+# of raw data twice more:
+#   - the fused kernels' tests built with TPUPERF_NATIVE=OFF in build-portable/, on every
+#     vector path this CPU has and under qemu-x86_64 -cpu Haswell (an AVX2 CPU without
+#     AVX-512: the binary must choose its avx2 path and run no AVX-512 instruction);
+#   - the readers' unit tests (and the featurizer's) built with ASan and UBSan (TPUPERF_SANITIZE,
 #     no trainer) in build-asan/, every finding fatal;
 #   - the libFuzzer target of the npz/npy parser, built with clang in build-fuzz/ and run
 #     for TPUPERF_FUZZ_SECONDS (default 60) on a seed corpus from tpuperf-synth.
@@ -16,6 +20,7 @@ bash jobs/setup.sh
 BUILD_DIR=${TPUPERF_BUILD_DIR:-build}
 ASAN_DIR=${TPUPERF_ASAN_BUILD_DIR:-build-asan}
 FUZZ_DIR=${TPUPERF_FUZZ_BUILD_DIR:-build-fuzz}
+PORTABLE_DIR=${TPUPERF_PORTABLE_BUILD_DIR:-build-portable}
 # mpirun refuses to run as root unless told; the tests' mpirun lines pass the flags,
 # these cover mpirun started by the integration scripts.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -61,6 +66,14 @@ sanitized_readers() {
     ctest --test-dir "$ASAN_DIR" --output-on-failure --timeout 600 -R "^unit\.($names)\$"
 }
 
+portable_kernels() {
+  if [ ! -f "$PORTABLE_DIR/CMakeCache.txt" ]; then
+    cmake -S . -B "$PORTABLE_DIR" -DCMAKE_BUILD_TYPE=Release -DTPUPERF_NATIVE=OFF > /dev/null
+  fi
+  build_targets "$PORTABLE_DIR" "the kernel tests with TPUPERF_NATIVE=OFF" test_fused_ops || return 1
+  ctest --test-dir "$PORTABLE_DIR" --output-on-failure --timeout 900 -R '^unit\.test_fused_ops'
+}
+
 fuzzed_parser() {
   if [ ! -f "$FUZZ_DIR/CMakeCache.txt" ]; then
     CC=clang CXX=clang++ cmake -S . -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Release -DTPUPERF_FUZZ=ON \
@@ -74,6 +87,7 @@ failed=()
 timed ctest ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 "$@" || failed+=(ctest)
 extra=${TPUPERF_SANITIZERS:-auto}
 if [ "$extra" = 1 ] || { [ "$extra" = auto ] && [ $# -eq 0 ]; }; then
+  timed "the portable kernels stage" portable_kernels || failed+=("portable kernel tests")
   timed "the ASan/UBSan stage" sanitized_readers || failed+=("reader tests under ASan/UBSan")
   timed "the fuzzing stage" fuzzed_parser || failed+=("fuzzing")
 fi
