@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The demo: on a fresh Debian machine, set up and build, generate a small TpuGraphs-format
-# tree, preprocess it, train k fold models per collection with mpirun on the local cores,
-# ensemble them into a submission and score it against the generated truth.
+# The demo: on a fresh Debian machine, set up and build the four binaries it runs, generate
+# a small TpuGraphs-format tree, preprocess it, train k fold models per collection with
+# mpirun on the local cores, ensemble them into a submission and score it against the
+# generated truth.
 #   jobs/demo.sh [--np N] [--scale tiny|small]
 # With TPUPERF_BIN set, the binaries there are used and the build is skipped.
 set -euo pipefail
@@ -15,13 +16,15 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift ;;
     --scale) scale=$2; shift ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
 
-if [ -n "$bin_given" ]; then bash jobs/setup.sh --no-build; else bash jobs/setup.sh; fi
+# Only what the demo runs (the tests are jobs/test.sh's, which builds everything).
+DEMO_TARGETS="tpuperf-synth tpuperf-preprocess tpuperf-train tpuperf-score"
+if [ -n "$bin_given" ]; then bash jobs/setup.sh --no-build; else bash jobs/setup.sh --targets "$DEMO_TARGETS"; fi
 OUT=out/demo
 start=$(date +%s)
 

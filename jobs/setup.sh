@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package tpuperf needs (only the missing ones; quiet when all are
-# present), then configures and builds into build/ (or $TPUPERF_BUILD_DIR).
-#   jobs/setup.sh [--no-build] [--extra "pkg ..."]
+# present), then configures and builds into build/ (or $TPUPERF_BUILD_DIR): everything,
+# the tests included, unless --targets names the CMake targets to build (and what they need).
+#   jobs/setup.sh [--no-build] [--targets "target ..."] [--extra "pkg ..."]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,11 +20,13 @@ PACKAGES=(
   slurm-wlm clang libclang-rt-14-dev
 )
 build=1
+targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) build=0 ;;
+    --targets) shift; read -r -a targets <<<"$1" ;;
     --extra) shift; read -r -a extra <<<"$1"; PACKAGES+=("${extra[@]}") ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -56,9 +59,15 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${TPUPERF_CMAKE_ARGS:-} >/dev/null
 fi
 log="$BUILD_DIR/build.log"
-echo "setup: building with $jobs jobs (log: $log)"
+target_args=()
+if [ ${#targets[@]} -gt 0 ]; then
+  target_args=(--target "${targets[@]}")
+  echo "setup: building ${targets[*]} with $jobs jobs (log: $log)"
+else
+  echo "setup: building with $jobs jobs (log: $log)"
+fi
 t0=$SECONDS
-if ! cmake --build "$BUILD_DIR" -j "$jobs" >"$log" 2>&1; then
+if ! cmake --build "$BUILD_DIR" -j "$jobs" "${target_args[@]}" >"$log" 2>&1; then
   grep -E 'error|Error' "$log" | head -40 >&2 || true
   echo "setup: build failed; full log in $log" >&2
   exit 1
