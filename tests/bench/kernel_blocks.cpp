@@ -53,6 +53,15 @@ double matmul(Data& d, int rounds) {
   });
 }
 
+// The weight gradient in blocks of kMB output columns, kJB output rows each.
+template <int kJ, int kM, int kMB, int kJB>
+double outer_split(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
+    for (int c = 0; c < kM; c += kMB)
+      small_outer_rows<kJ, kMB, kJB>(d.a.data(), kJ, d.b.data() + c, kM, 0, d.rows, d.out.data() + c, kM);
+  });
+}
+
 // The same in blocks of kMB output columns (each block's rows stream again), for register
 // files too small for a whole row's outputs (AVX2's 16 registers at 64 columns).
 template <int kK, int kM, int kMB, int kR>
@@ -80,6 +89,13 @@ int main(int argc, char** argv) {
               outer<32, 64, 8>(d, rounds), outer<32, 64, 16>(d, rounds), outer_block_rows(64));
   std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<64, 64, 2>(d, rounds), outer<64, 64, 4>(d, rounds),
               outer<64, 64, 8>(d, rounds), outer<64, 64, 16>(d, rounds), outer_block_rows(64));
+  std::printf("\n| g^T b in 32-column blocks | 2 rows | 4 rows | 8 rows | 16 rows |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f |\n", outer_split<32, 64, 32, 2>(d, rounds),
+              outer_split<32, 64, 32, 4>(d, rounds), outer_split<32, 64, 32, 8>(d, rounds),
+              outer_split<32, 64, 32, 16>(d, rounds));
+  std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f |\n", outer_split<64, 64, 32, 2>(d, rounds),
+              outer_split<64, 64, 32, 4>(d, rounds), outer_split<64, 64, 32, 8>(d, rounds),
+              outer_split<64, 64, 32, 16>(d, rounds));
   std::printf("\n| rows @ w | 1 row | 2 rows | 3 rows | 4 rows | 6 rows | used |\n|---|---:|---:|---:|---:|---:|---:|\n");
   std::printf("| 32 -> 32 | %.0f | %.0f | %.0f | %.0f | %.0f | %d |\n", matmul<32, 32, 1>(d, rounds), matmul<32, 32, 2>(d, rounds),
               matmul<32, 32, 3>(d, rounds), matmul<32, 32, 4>(d, rounds), matmul<32, 32, 6>(d, rounds), matmul_block_rows(32));

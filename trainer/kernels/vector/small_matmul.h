@@ -89,7 +89,13 @@ void small_outer_block(const float* __restrict g, int64_t ldg, const float* __re
 // 32 x 32, 32 x 64 and 64 x 64 blocks of 8 rows ran at 113-140 GF/s on one core against
 // 62-75 with 2 or 4 (tests/bench/kernel_blocks.cpp, 2026-11-29), although 8 x 4 vectors
 // of 64 x 64 fill all 32 registers. Otherwise as many as the accumulators allow.
-constexpr int outer_block_rows(int kM) { return kLanes == 16 ? 8 : floor_pow2(kAccumulators / (kM / kLanes)); }
+// With AVX2 8 rows at 32 x 32 (58-59 GF/s against 49-51 with 2); wider outputs gain
+// nothing from more rows or from 32-column blocks (40-50 GF/s every way;
+// kernel_blocks_avx2, 2026-12-02).
+constexpr int outer_block_rows(int kM) {
+  if (kLanes == 16 || kM == 32) return 8;
+  return floor_pow2(kAccumulators / (kM / kLanes));
+}
 
 // out (kJ x kM, row stride ldo) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: a
 // weight gradient. Blocks of kJB output rows stay in registers while blocks of 64 rows (in
