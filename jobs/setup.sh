@@ -18,6 +18,8 @@ PACKAGES=(
   # tests only: the single-node Slurm cluster of the launcher tests, and clang for the
   # libFuzzer target and the sanitizer build of the readers
   slurm-wlm clang libclang-rt-14-dev
+  # tests only: an AVX2 CPU without AVX-512 for the portable kernels' test (qemu-user's Haswell)
+  qemu-user
 )
 build=1
 targets=()
