@@ -62,9 +62,11 @@ inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __r
 // Float rows of 32 or 64 compute the GELU in the loop (the vector path's); other shapes, and
 // CPUs without a vector path, take LibTorch's vectorized GELU (a scalar erf in the loop
 // costs more than the pass it saves).
-bool is_row32(const Tensor& x, uint64_t threshold) {
+// The vector path for these rows, or null.
+const VectorPath* row32_path(const Tensor& x, uint64_t threshold) {
+  const VectorPath* path = vector_path();
   const int64_t H = x.size(-1);
-  return vector_path() && x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536;
+  return path && x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536 ? path : nullptr;
 }
 
 // What the row32 forward keeps for backward (undefined when nothing will be): xhat,
@@ -202,12 +204,12 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     TORCH_CHECK(z.sizes() == x.sizes(), "gelu_dropout_add_layer_norm: z ", z.sizes(), " and x ",
                 x.sizes(), " differ");
     const auto useed = static_cast<uint64_t>(seed);
-    const bool row32 = is_row32(x, drop_threshold(p));
+    const VectorPath* path = row32_path(x, drop_threshold(p));
     ctx->saved_data["p"] = p;
-    ctx->saved_data["row32"] = row32;
-    if (row32) {
+    ctx->saved_data["row32"] = path != nullptr;
+    if (path) {
       Row32Saved saved;
-      auto out = forward_row32(*vector_path(), z, x, gamma, beta, eps, p, useed, save, saved);
+      auto out = forward_row32(*path, z, x, gamma, beta, eps, p, useed, save, saved);
       ctx->save_for_backward({saved.xhat, saved.keep_slope, saved.rstd, gamma});
       return out;
     }
@@ -232,8 +234,9 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     Tensor grad_z;
     if (row32) {
       TORCH_CHECK(saved[0].defined(), "gelu_dropout_add_layer_norm: backward of a forward that saved nothing");
-      TORCH_CHECK(vector_path(), "gelu_dropout_add_layer_norm: the vector path was turned off between forward and backward");
-      backward_row32(*vector_path(), {saved[0], saved[1], saved[2]}, gamma, gout, grad_a, grad_x, partial);
+      const VectorPath* path = vector_path();
+      TORCH_CHECK(path, "gelu_dropout_add_layer_norm: the vector path was turned off between forward and backward");
+      backward_row32(*path, {saved[0], saved[1], saved[2]}, gamma, gout, grad_a, grad_x, partial);
       grad_z = grad_a;
     } else {
       const auto &z = saved[0], &a = saved[1], &x = saved[2];

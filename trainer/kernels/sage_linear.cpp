@@ -92,8 +92,9 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
     const auto bias_row = bias.contiguous().reshape({1, H});
     const VectorPath* path = small_kernels(x);
+    Tensor out;
     if (path) {
-      auto out = torch::empty({S, N, H}, x.options());
+      out = torch::empty({S, N, H}, x.options());
       const CsrGraph graph{pptr.data_ptr<int64_t>(), pidx.data_ptr<int64_t>(), cptr.data_ptr<int64_t>(),
                            cidx.data_ptr<int64_t>()};
       const float *xp = x.data_ptr<float>(), *wp = wt.data_ptr<float>(), *bp = bias_row.data_ptr<float>();
@@ -101,27 +102,26 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
         path->sage_forward(H, xp, N, graph, b, e, wp, bp, mp, op);
       });
-      ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
-      return out;
-    }
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
-      const scalar_t* xp = x.data_ptr<scalar_t>();
-      scalar_t* mp = means.data_ptr<scalar_t>();
-      const int64_t *pp = pptr.data_ptr<int64_t>(), *pi = pidx.data_ptr<int64_t>(),
-                    *cp = cptr.data_ptr<int64_t>(), *ci = cidx.data_ptr<int64_t>();
-      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const scalar_t* slab = xp + (r / N) * N * H;
-          const int64_t u = r % N;
-          std::fill(mp + r * 2 * H, mp + (r + 1) * 2 * H, scalar_t(0));
-          gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
-          gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
-        }
+    } else {
+      AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
+        const scalar_t* xp = x.data_ptr<scalar_t>();
+        scalar_t* mp = means.data_ptr<scalar_t>();
+        const int64_t *pp = pptr.data_ptr<int64_t>(), *pi = pidx.data_ptr<int64_t>(),
+                      *cp = cptr.data_ptr<int64_t>(), *ci = cidx.data_ptr<int64_t>();
+        at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const scalar_t* slab = xp + (r / N) * N * H;
+            const int64_t u = r % N;
+            std::fill(mp + r * 2 * H, mp + (r + 1) * 2 * H, scalar_t(0));
+            gather_rows(slab, H, 0, pp, pi, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H);
+            gather_rows(slab, H, 0, cp, ci, static_cast<const int64_t*>(nullptr), u, H, mp + r * 2 * H + H);
+          }
+        });
       });
-    });
-    auto out = torch::addmm(bias_row, x.reshape({S * N, H}), wt.narrow(0, 0, H))
-                   .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H))
-                   .view({S, N, H});
+      out = torch::addmm(bias_row, x.reshape({S * N, H}), wt.narrow(0, 0, H))
+                .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H))
+                .view({S, N, H});
+    }
     ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
     return out;
   }
