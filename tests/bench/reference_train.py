@@ -78,7 +78,7 @@ LAYOUT_CONFIG_DIM = 18
 LAYOUT_LEVELS = 7
 LAYOUT_ONEHOT = LAYOUT_CONFIG_DIM * LAYOUT_LEVELS  # 126 rows of the value table
 # trainer/models/shape_features.h: per tile config and per (layout config, configurable node).
-TILE_SHAPE_FEAT = 13
+TILE_SHAPE_FEAT = 17
 LAYOUT_SHAPE_FEAT = 27
 # common/graph/feature_transform.h: raw columns of the shape dims and of minor_to_major.
 SHAPE_DIMS_BEGIN, MINOR_TO_MAJOR_BEGIN, MAX_RANK = 21, 134, 6
@@ -259,7 +259,7 @@ def load_graphs(processed, collection, fold, folds):
         if tile:
             g.config_feat = rows("config_offsets", "config_feat").astype(np.float32)
             g.target = g.runtime / rows("config_offsets", "config_runtime_normalizers").astype(np.float64)
-            g.config_dims = tile_config_dims(raw)
+            g.config_dims = tile_config_dims(raw, g.opcode, g.consumer, g.producer)
         else:
             g.config_ids = rows("config_node_offsets", "node_config_ids").astype(np.int64)
             nc = len(g.config_ids)
@@ -289,13 +289,57 @@ def raw_dims(row_block):
     return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
 
 
-def tile_config_dims(raw):
-    """attach_tile: the root's (last node with is_root set, else the last node) shape dims
-    and minor_to_major, 12 int64."""
+# Bytes of an element by the one-hot's column - 2 (upstream's PrimitiveType order); 4 if none.
+ELEMENT_BYTES = np.array([0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0], dtype=np.int64)
+FUSION_OPCODE, PARAMETER_OPCODE, TUPLE_OPCODE, TUPLE_TYPE = 41, 63, 100, 16
+
+
+def element_bytes(raw_rows):
+    """element_bytes per row: the first one-hot column (2-20) over 0.5, else 4."""
+    hot = raw_rows[:, 2:21] > 0.5
+    return np.where(hot.any(1), ELEMENT_BYTES[hot.argmax(1)], 4)
+
+
+def tile_output(raw, opcode, consumer, producer, root, width, count):
+    """tile_output: the node whose shape the tile covers (a tuple's largest element; a
+    tuple-shaped call's callee root first) and the bytes written per output element."""
+    node = root
+    for _ in range(4):
+        if opcode[node] == TUPLE_OPCODE or raw[node, 2 + TUPLE_TYPE] <= 0.5:
+            break
+        callees = [p for p in producer[consumer == node] if raw[p, 0] > 0]
+        if not callees:
+            break
+        node = max(callees)
+    if opcode[node] != TUPLE_OPCODE:
+        return node, int(width[node])
+    shaped, out_bytes = node, 0
+    for element in producer[consumer == node]:
+        out_bytes += int(width[element])
+        if shaped == node or count[element] > count[shaped]:
+            shaped = element
+    return shaped, out_bytes
+
+
+def tile_config_dims(raw, opcode, consumer, producer):
+    """attach_tile: the output's shape dims and minor_to_major (the root: the last node with
+    is_root set, else the last node; through tile_output), its bytes per element, the
+    inputs' bytes and elements: 15 int64."""
     roots = np.nonzero(raw[:, 0] > 0)[0]
     root = roots[-1] if len(roots) else raw.shape[0] - 1
-    return np.concatenate([raw_dims(raw[root, SHAPE_DIMS_BEGIN:SHAPE_DIMS_BEGIN + MAX_RANK]),
-                           raw_dims(raw[root, MINOR_TO_MAJOR_BEGIN:MINOR_TO_MAJOR_BEGIN + MAX_RANK])])
+    width = element_bytes(raw)
+    count = np.where(np.isfinite(raw[:, 28]) & (raw[:, 28] > 0), raw[:, 28], 0).astype(np.float64)
+    shaped, out_bytes = tile_output(raw, opcode, consumer, producer, root, width, count)
+    inputs = producer[consumer == root] if opcode[root] == FUSION_OPCODE else np.arange(raw.shape[0])
+    inputs = inputs[opcode[inputs] == PARAMETER_OPCODE]
+    in_bytes, in_elements = 0.0, 0.0
+    for i in inputs:  # in order, as attach_tile sums
+        in_bytes += count[i] * float(width[i])
+        in_elements += count[i]
+    rnd = lambda v: int(np.floor(min(v, 1e15) + 0.5))
+    return np.concatenate([raw_dims(raw[shaped, SHAPE_DIMS_BEGIN:SHAPE_DIMS_BEGIN + MAX_RANK]),
+                           raw_dims(raw[shaped, MINOR_TO_MAJOR_BEGIN:MINOR_TO_MAJOR_BEGIN + MAX_RANK]),
+                           np.array([out_bytes, rnd(in_bytes), rnd(in_elements)], dtype=np.int64)])
 
 
 def layout_config_dims(raw, config_ids, consumer, producer):
@@ -336,9 +380,9 @@ def log_pad(x, m):
     return np.where(x > 0, np.log(np.ceil(safe / m) * m / safe), 0.0)
 
 
-def tile_shape_features(cfg, dims12):
-    """tile_shape_features for config rows cfg (... x 24 float32) of one graph -> ... x 13."""
-    dims, m2m = dims12[:MAX_RANK], dims12[MAX_RANK:]
+def tile_shape_features(cfg, dims15):
+    """tile_shape_features for config rows cfg (... x 24 float32) of one graph -> ... x 17."""
+    dims, m2m = dims15[:MAX_RANK], dims15[MAX_RANK:2 * MAX_RANK]
     rank = int(rank_of(dims))
     minor = int(m2m[0]) if rank >= 1 and 0 <= m2m[0] < rank else -1
     second = int(m2m[1]) if rank >= 2 and 0 <= m2m[1] < rank else -1
@@ -358,8 +402,15 @@ def tile_shape_features(cfg, dims12):
             log_grid = log_grid + np.log(steps)
             k = kernel[..., i]
             log_kernel = log_kernel + np.where(k > 0, np.log(np.where(k > 0, k, 1.0)), 0.0)
+    padded = np.exp(log_padded)
+    in_bytes, in_elements = float(dims15[13]), float(dims15[14])
+    out_bytes = padded * float(dims15[12])
+    scaled_in = padded * in_bytes / max(1.0, float(elements(dims)))
+    kernel_in = np.exp(log_kernel) * (in_bytes / in_elements if in_elements > 0 else 0.0)
     f = [log_grid / 8, log_tile / 8, log_padded / 8, (log_padded - log_tile) / 4,
-         (log_grid + log_padded) / 8, log_kernel / 8, (log_grid + log_kernel) / 8]
+         (log_grid + log_padded) / 8, log_kernel / 8, (log_grid + log_kernel) / 8,
+         np.log1p(out_bytes) / 16, np.log1p(scaled_in) / 16, np.log1p(kernel_in) / 16,
+         np.log1p(out_bytes + scaled_in) / 16]
     for j, v in enumerate(f):
         out[..., MAX_RANK + j] = v
     return out.astype(np.float32)
@@ -407,7 +458,7 @@ def layout_values(packed):
 
 def make_batch(tile, graphs, slates, shape=False):
     """trainer/batch.cpp make_batch: graphs concatenated, slots padded with the first config.
-    shape: also the configs' shape features (config_shape: tile G x S x 13; layout S x M x 27,
+    shape: also the configs' shape features (config_shape: tile G x S x 17; layout S x M x 27,
     node-major M x S x 27), which the default models read."""
     G, S = len(graphs), max(len(s) for s in slates)
     offsets = np.cumsum([0] + [g.num_nodes for g in graphs])

@@ -28,17 +28,104 @@ void copy_dims(const ProcessedGraph& g, int64_t node, int begin, int64_t* out) {
   }
 }
 
+// Bytes of one element of a node's type, from its one-hot (columns 2-20, upstream's
+// PrimitiveType order: INVALID, PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64,
+// BF16, C64, C128, TUPLE, OPAQUE, TOKEN); 4 (f32's) when no column is set, so a featurizer
+// that leaves the one-hot empty gets f32's widths rather than zero bytes.
+int64_t element_bytes(const ProcessedGraph& g, int64_t node) {
+  static constexpr int64_t kBytes[19] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0};
+  const float* row = g.node_feat.data() + node * kNodeFeatDim + 2;
+  for (int i = 0; i < 19; ++i)
+    if (row[i] > 0.5f) return kBytes[i];
+  return 4;
+}
+
+// A node's element count: its shape product (column 28; 1 for a scalar).
+double node_elements(const ProcessedGraph& g, int64_t node) {
+  const float v = g.node_feat[static_cast<size_t>(node * kNodeFeatDim + 28)];
+  return std::isfinite(v) && v > 0 ? static_cast<double>(v) : 0.0;
+}
+
+constexpr uint8_t kFusionOpcode = 41, kParameterOpcode = 63, kTupleOpcode = 100;
+constexpr int kTupleType = 16;  // TUPLE's place in the element type one-hot
+
+// The producers of a node, in edge order.
+std::vector<int64_t> operands_of(const ProcessedGraph& g, int64_t node) {
+  std::vector<int64_t> out;
+  for (int64_t e = 0; e < g.num_edges(); ++e) {
+    if (g.edge_index[static_cast<size_t>(2 * e)] != node) continue;
+    const int32_t producer = g.edge_index[static_cast<size_t>(2 * e + 1)];
+    if (producer < 0 || producer >= g.num_nodes)
+      throw Error("edge " + std::to_string(e) + " has an endpoint out of range", "", g.collection + ":" + g.name);
+    out.push_back(producer);
+  }
+  return out;
+}
+
+bool is_root(const ProcessedGraph& g, int64_t node) { return g.node_feat[static_cast<size_t>(node * kNodeFeatDim)] > 0.0f; }
+
+struct TileOutput {
+  int64_t node;   // whose shape the tile covers
+  int64_t bytes;  // written per output element
+};
+
+// A multi-output kernel's output is a tuple, which has no shape: its largest element is the
+// output the tile covers, and every element is written per output element. The release's
+// tile graphs end in the fusion instruction; when it is tuple-shaped, its tuple is the
+// called computation's root, one of its operands (the featurizer's edge to a callee's root).
+TileOutput tile_output(const ProcessedGraph& g, int64_t root) {
+  int64_t node = root;
+  for (int depth = 0; depth < 4 && g.node_opcode[static_cast<size_t>(node)] != kTupleOpcode; ++depth) {
+    if (g.node_feat[static_cast<size_t>(node * kNodeFeatDim + 2 + kTupleType)] <= 0.5f) break;
+    int64_t callee = -1;
+    for (int64_t p : operands_of(g, node))
+      if (is_root(g, p)) callee = std::max(callee, p);
+    if (callee < 0) break;
+    node = callee;
+  }
+  if (g.node_opcode[static_cast<size_t>(node)] != kTupleOpcode) return {node, element_bytes(g, node)};
+  TileOutput out{node, 0};
+  for (int64_t element : operands_of(g, node)) {
+    out.bytes += element_bytes(g, element);
+    if (out.node == node || node_elements(g, element) > node_elements(g, out.node)) out.node = element;
+  }
+  return out;
+}
+
 void attach_tile(ProcessedGraph& g) {
   int64_t root = g.num_nodes - 1;
   for (int64_t i = g.num_nodes - 1; i >= 0; --i)
-    if (g.node_feat[static_cast<size_t>(i * kNodeFeatDim)] > 0.0f) {
+    if (is_root(g, i)) {
       root = i;
       break;
     }
   g.config_dims.assign(kTileConfigDims, 0);
   if (root < 0) return;
-  copy_dims(g, root, kShapeDimsBegin, g.config_dims.data());
-  copy_dims(g, root, kMinorToMajorBegin, g.config_dims.data() + kMaxRank);
+  if (static_cast<int64_t>(g.node_opcode.size()) != g.num_nodes)
+    throw Error("config dims need the " + std::to_string(g.num_nodes) + " nodes' opcodes, the graph has " +
+                    std::to_string(g.node_opcode.size()),
+                "", g.collection + ":" + g.name);
+  const TileOutput output = tile_output(g, root);
+  copy_dims(g, output.node, kShapeDimsBegin, g.config_dims.data());
+  copy_dims(g, output.node, kMinorToMajorBegin, g.config_dims.data() + kMaxRank);
+  // The kernel's inputs: a fusion instruction's parameter operands (the fused computation's
+  // own parameters repeat them), else every parameter of the graph.
+  std::vector<int64_t> inputs;
+  if (g.node_opcode[static_cast<size_t>(root)] == kFusionOpcode) {
+    inputs = operands_of(g, root);
+  } else {
+    inputs.resize(static_cast<size_t>(g.num_nodes));
+    for (int64_t i = 0; i < g.num_nodes; ++i) inputs[static_cast<size_t>(i)] = i;
+  }
+  double in_bytes = 0, in_elements = 0;
+  for (int64_t i : inputs)
+    if (g.node_opcode[static_cast<size_t>(i)] == kParameterOpcode) {
+      in_bytes += node_elements(g, i) * static_cast<double>(element_bytes(g, i));
+      in_elements += node_elements(g, i);
+    }
+  g.config_dims[kTileOutBytes] = output.bytes;
+  g.config_dims[kTileInBytes] = std::llround(std::min(in_bytes, 1e15));
+  g.config_dims[kTileInElements] = std::llround(std::min(in_elements, 1e15));
 }
 
 void attach_layout(ProcessedGraph& g) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/models/config_dims.h"
+
 namespace tpuperf {
 
 namespace {
@@ -30,9 +32,9 @@ double log_pad(double x, double m) { return x > 0 ? std::log(pad_up(x, m) / x) :
 
 }  // namespace
 
-void tile_shape_features(const float* config24, const int64_t* dims12, float* out) {
-  const int64_t* dims = dims12;
-  const int64_t* m2m = dims12 + kRank;
+void tile_shape_features(const float* config24, const int64_t* dims15, float* out) {
+  const int64_t* dims = dims15;
+  const int64_t* m2m = dims15 + kRank;
   const float* kernel = config24;      // kernel_bounds[0..5]
   const float* tile = config24 + 8;    // output_bounds[0..5]
   const int rank = rank_of(dims);
@@ -51,9 +53,30 @@ void tile_shape_features(const float* config24, const int64_t* dims12, float* ou
     log_grid += std::log(steps);
     if (kernel[i] > 0) log_kernel += std::log(static_cast<double>(kernel[i]));
   }
-  const double f[] = {log_grid / 8, log_tile / 8, log_padded / 8, (log_padded - log_tile) / 4,
-                      (log_grid + log_padded) / 8, log_kernel / 8, (log_grid + log_kernel) / 8};
-  for (int j = 0; j < 7; ++j) out[kRank + j] = static_cast<float>(f[j]);
+  // The tile's bytes: its padded output tile at the kernel's output widths; the inputs if
+  // they scale with the output (the parameters' bytes per output element); the kernel tile
+  // at the inputs' mean width; and output plus scaled inputs, an elementwise kernel's
+  // working set (halved: no double buffering). A matmul's left operand tile (the output
+  // tile's rows x the contraction tile) as two more terms did not pay (E43).
+  const double padded = std::exp(log_padded);
+  const double in_bytes = static_cast<double>(dims[kTileInBytes]);
+  const double in_elements = static_cast<double>(dims[kTileInElements]);
+  const double out_bytes = padded * static_cast<double>(dims[kTileOutBytes]);
+  const double scaled_in = padded * in_bytes / std::max(1.0, elements(dims));
+  const double kernel_in = std::exp(log_kernel) * (in_elements > 0 ? in_bytes / in_elements : 0.0);
+  const double f[] = {log_grid / 8,
+                      log_tile / 8,
+                      log_padded / 8,
+                      (log_padded - log_tile) / 4,
+                      (log_grid + log_padded) / 8,
+                      log_kernel / 8,
+                      (log_grid + log_kernel) / 8,
+                      std::log1p(out_bytes) / 16,
+                      std::log1p(scaled_in) / 16,
+                      std::log1p(kernel_in) / 16,
+                      std::log1p(out_bytes + scaled_in) / 16};
+  static_assert(kRank + sizeof(f) / sizeof(f[0]) == kTileShapeFeat);
+  for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); ++j) out[kRank + j] = static_cast<float>(f[j]);
 }
 
 double max_layout_elements(const int64_t* dims, int64_t nc) {

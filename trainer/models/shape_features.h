@@ -13,10 +13,16 @@ namespace tpuperf {
 // Tile, per config: per dim log ceil(dim / tile) (6), then the log grid steps, log tile
 // elements, log tile elements padded to (8 x 128) on the root's minor dims, the log
 // padding waste, log(grid x padded tile), log kernel tile elements and log(grid x kernel
-// tile). Scaled to about unit range.
-constexpr int kTileShapeFeat = 13;
-// config24: a config_feat row; dims12: the graph's config_dims.
-void tile_shape_features(const float* config24, const int64_t* dims12, float* out);
+// tile); then the tile's bytes, log(1 + x) each: the padded output tile at the kernel's
+// output widths, its inputs' bytes if they scale with the output tile (the parameters'
+// bytes per output element x padded tile), the kernel tile at the parameters' mean width,
+// and the output plus the scaled inputs. Scaled to about unit range.
+// Why bytes: a tile whose working set outgrows the scratchpad (16 MiB on TPU v3) spills and
+// runs several times slower; where that cliff lies depends on element widths and operand
+// counts, which tile sizes alone do not say (issue #57 item 3, E36, E42, E43).
+constexpr int kTileShapeFeat = 17;
+// config24: a config_feat row; dims15: the graph's config_dims (config_dims.h).
+void tile_shape_features(const float* config24, const int64_t* dims15, float* out);
 
 // Layout, per configurable node and tensor (output, input, kernel), 9 each: compiler
 // default (all -1), row-major, log of the minor and the second-minor dim's size, log of

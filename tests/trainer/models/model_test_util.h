@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "common/graph/processed_graph.h"
+#include "trainer/models/config_dims.h"
 #include "trainer/models/registry.h"
 
 namespace tpuperf {
 
 // Random config dims (what attach_config_dims reads from raw features): ranks 1-4, dims
-// 1-300, a random minor_to_major for tile roots. Drawn from the graph's name, so the
+// 1-300, a random minor_to_major, output widths and input bytes for tile roots. Drawn from the graph's name, so the
 // caller's generator is not advanced.
 inline void attach_random_dims(Kind kind, ProcessedGraph& g) {
   std::mt19937_64 rng(std::hash<std::string>{}(g.name));
@@ -23,10 +24,13 @@ inline void attach_random_dims(Kind kind, ProcessedGraph& g) {
     return rank;
   };
   if (kind == Kind::Tile) {
-    g.config_dims.assign(12, -1);
+    g.config_dims.assign(kTileConfigDims, -1);
     const int rank = tensor(g.config_dims.data());
     for (int i = 0; i < rank; ++i) g.config_dims[6 + static_cast<size_t>(i)] = i;
     std::shuffle(g.config_dims.begin() + 6, g.config_dims.begin() + 6 + rank, rng);
+    g.config_dims[kTileOutBytes] = 1 + static_cast<int64_t>(rng() % 8);
+    g.config_dims[kTileInElements] = 1 + static_cast<int64_t>(rng() % 100000);
+    g.config_dims[kTileInBytes] = g.config_dims[kTileInElements] * (1 + static_cast<int64_t>(rng() % 4));
   } else {
     g.config_dims.assign(g.node_config_ids.size() * 18, 0);
     for (size_t t = 0; t < g.node_config_ids.size() * 3; ++t) tensor(g.config_dims.data() + 6 * t);

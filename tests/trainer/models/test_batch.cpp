@@ -11,6 +11,7 @@
 #include "common/base/error.h"
 #include "tests/trainer/models/model_test_util.h"
 #include "trainer/models/batch.h"
+#include "trainer/models/config_dims.h"
 #include "trainer/models/shape_features.h"
 
 namespace tpuperf {
@@ -65,16 +66,40 @@ TEST_F(Batches, LayoutBatchDecodesValues) {
 }
 
 // Tile: a (100 x 300) output whose minor dim is 1, tiled (5 x 100) with a (2 x 3) kernel
-// tile: 20 x 3 = 60 grid steps; the tile pads to (8 x 128) = 1024 elements from 500.
+// tile: 20 x 3 = 60 grid steps; the tile pads to (8 x 128) = 1024 elements from 500. The
+// kernel writes 6 bytes an output element (a bf16 and an f32 output) and reads 240,000
+// bytes in 90,000 elements: 8 bytes an output element, 8/3 bytes an input element.
 TEST_F(Batches, TileShapeFeaturesByHand) {
   float config[24] = {2, 3, 0, 0, 0, 0, 5, 6, 5, 100, 0, 0, 0, 0, 105, 500};
-  const int64_t dims[12] = {100, 300, 0, 0, 0, 0, 1, 0, -1, -1, -1, -1};
+  const int64_t dims[kTileConfigDims] = {100, 300, 0, 0, 0, 0, 1, 0, -1, -1, -1, -1, 6, 240000, 90000};
   float out[kTileShapeFeat];
   tile_shape_features(config, dims, out);
   const double l = std::log(60.0), p = std::log(1024.0), t = std::log(500.0), k = std::log(6.0);
-  const double expect[kTileShapeFeat] = {std::log(20.0) / 4, std::log(3.0) / 4, 0, 0, 0, 0, l / 8, t / 8, p / 8,
-                                         (p - t) / 4, (l + p) / 8, k / 8, (l + k) / 8};
+  const double out_bytes = 1024.0 * 6, in_bytes = 1024.0 * 8, kernel_bytes = 6.0 * 8 / 3;
+  const double expect[kTileShapeFeat] = {std::log(20.0) / 4,
+                                         std::log(3.0) / 4,
+                                         0,
+                                         0,
+                                         0,
+                                         0,
+                                         l / 8,
+                                         t / 8,
+                                         p / 8,
+                                         (p - t) / 4,
+                                         (l + p) / 8,
+                                         k / 8,
+                                         (l + k) / 8,
+                                         std::log1p(out_bytes) / 16,
+                                         std::log1p(in_bytes) / 16,
+                                         std::log1p(kernel_bytes) / 16,
+                                         std::log1p(out_bytes + in_bytes) / 16};
   for (int j = 0; j < kTileShapeFeat; ++j) EXPECT_NEAR(out[j], expect[j], 1e-6) << j;
+  // A kernel without parameters reads nothing: its input terms are log1p(0) = 0.
+  const int64_t no_inputs[kTileConfigDims] = {100, 300, 0, 0, 0, 0, 1, 0, -1, -1, -1, -1, 6, 0, 0};
+  tile_shape_features(config, no_inputs, out);
+  EXPECT_EQ(out[14], 0.0f);
+  EXPECT_EQ(out[15], 0.0f);
+  EXPECT_NEAR(out[16], std::log1p(out_bytes) / 16, 1e-6);
 }
 
 // Layout: an output of (4 x 256) laid out with dim 0 minor (4 pads to 128, 256 is a
