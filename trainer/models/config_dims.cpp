@@ -92,6 +92,29 @@ TileOutput tile_output(const ProcessedGraph& g, int64_t root) {
   return out;
 }
 
+struct TileInputs {
+  double bytes = 0, elements = 0;
+};
+
+// The kernel's inputs, summed: a fusion root's parameter operands (the fused computation's
+// own parameters repeat them), else every parameter of the graph.
+TileInputs tile_inputs(const ProcessedGraph& g, int64_t root) {
+  std::vector<int64_t> nodes;
+  if (g.node_opcode[static_cast<size_t>(root)] == kFusionOpcode) {
+    nodes = operands_of(g, root);
+  } else {
+    nodes.resize(static_cast<size_t>(g.num_nodes));
+    for (int64_t i = 0; i < g.num_nodes; ++i) nodes[static_cast<size_t>(i)] = i;
+  }
+  TileInputs in;
+  for (int64_t i : nodes)
+    if (g.node_opcode[static_cast<size_t>(i)] == kParameterOpcode) {
+      in.bytes += node_elements(g, i) * static_cast<double>(element_bytes(g, i));
+      in.elements += node_elements(g, i);
+    }
+  return in;
+}
+
 void attach_tile(ProcessedGraph& g) {
   int64_t root = g.num_nodes - 1;
   for (int64_t i = g.num_nodes - 1; i >= 0; --i)
@@ -108,24 +131,10 @@ void attach_tile(ProcessedGraph& g) {
   const TileOutput output = tile_output(g, root);
   copy_dims(g, output.node, kShapeDimsBegin, g.config_dims.data());
   copy_dims(g, output.node, kMinorToMajorBegin, g.config_dims.data() + kMaxRank);
-  // The kernel's inputs: a fusion instruction's parameter operands (the fused computation's
-  // own parameters repeat them), else every parameter of the graph.
-  std::vector<int64_t> inputs;
-  if (g.node_opcode[static_cast<size_t>(root)] == kFusionOpcode) {
-    inputs = operands_of(g, root);
-  } else {
-    inputs.resize(static_cast<size_t>(g.num_nodes));
-    for (int64_t i = 0; i < g.num_nodes; ++i) inputs[static_cast<size_t>(i)] = i;
-  }
-  double in_bytes = 0, in_elements = 0;
-  for (int64_t i : inputs)
-    if (g.node_opcode[static_cast<size_t>(i)] == kParameterOpcode) {
-      in_bytes += node_elements(g, i) * static_cast<double>(element_bytes(g, i));
-      in_elements += node_elements(g, i);
-    }
+  const TileInputs in = tile_inputs(g, root);
   g.config_dims[kTileOutBytes] = output.bytes;
-  g.config_dims[kTileInBytes] = std::llround(std::min(in_bytes, 1e15));
-  g.config_dims[kTileInElements] = std::llround(std::min(in_elements, 1e15));
+  g.config_dims[kTileInBytes] = std::llround(std::min(in.bytes, 1e15));
+  g.config_dims[kTileInElements] = std::llround(std::min(in.elements, 1e15));
 }
 
 void attach_layout(ProcessedGraph& g) {
