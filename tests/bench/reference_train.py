@@ -294,10 +294,16 @@ ELEMENT_BYTES = np.array([0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0,
 FUSION_OPCODE, PARAMETER_OPCODE, TUPLE_OPCODE, TUPLE_TYPE = 41, 63, 100, 16
 
 
-def element_bytes(raw_rows):
-    """element_bytes per row: the first one-hot column (2-20) over 0.5, else 4."""
+def element_type(raw_rows):
+    """element_type per row: the first one-hot column (2-20) over 0.5, else -1."""
     hot = raw_rows[:, 2:21] > 0.5
-    return np.where(hot.any(1), ELEMENT_BYTES[hot.argmax(1)], 4)
+    return np.where(hot.any(1), hot.argmax(1), -1)
+
+
+def element_bytes(raw_rows):
+    """element_bytes per row: the type's width, 4 without a type."""
+    t = element_type(raw_rows)
+    return np.where(t >= 0, ELEMENT_BYTES[np.maximum(t, 0)], 4)
 
 
 def tile_output(raw, opcode, consumer, producer, root, width, count):
@@ -305,7 +311,7 @@ def tile_output(raw, opcode, consumer, producer, root, width, count):
     tuple-shaped call's callee root first) and the bytes written per output element."""
     node = root
     for _ in range(4):
-        if opcode[node] == TUPLE_OPCODE or raw[node, 2 + TUPLE_TYPE] <= 0.5:
+        if opcode[node] == TUPLE_OPCODE or element_type(raw[node:node + 1])[0] != TUPLE_TYPE:
             break
         callees = [p for p in producer[consumer == node] if raw[p, 0] > 0]
         if not callees:

@@ -28,26 +28,35 @@ void copy_dims(const ProcessedGraph& g, int64_t node, int begin, int64_t* out) {
   }
 }
 
-// Bytes of one element of a node's type, from its one-hot (columns 2-20, upstream's
-// PrimitiveType order: INVALID, PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64,
-// BF16, C64, C128, TUPLE, OPAQUE, TOKEN); 4 (f32's) when no column is set, so a featurizer
-// that leaves the one-hot empty gets f32's widths rather than zero bytes.
-int64_t element_bytes(const ProcessedGraph& g, int64_t node) {
-  static constexpr int64_t kBytes[19] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0};
-  const float* row = g.node_feat.data() + node * kNodeFeatDim + 2;
-  for (int i = 0; i < 19; ++i)
-    if (row[i] > 0.5f) return kBytes[i];
-  return 4;
+// Node feature columns read here besides the shape dims: the element type one-hot (19
+// columns from 2, upstream's PrimitiveType order: INVALID, PRED, S8, S16, S32, S64, U8, U16,
+// U32, U64, F16, F32, F64, BF16, C64, C128, TUPLE, OPAQUE, TOKEN) and the shape product.
+constexpr int kElementTypeBegin = 2, kElementTypes = 19, kShapeProduct = 28;
+constexpr int kTupleType = 16;  // TUPLE's place in the one-hot
+
+// A node's element type: its one-hot's first set column, -1 when none is set.
+int element_type(const ProcessedGraph& g, int64_t node) {
+  const float* row = g.node_feat.data() + node * kNodeFeatDim + kElementTypeBegin;
+  for (int i = 0; i < kElementTypes; ++i)
+    if (row[i] > 0.5f) return i;
+  return -1;
 }
 
-// A node's element count: its shape product (column 28; 1 for a scalar).
+// Bytes of one element of a node's type; 4 (f32's) when no type is set, so a featurizer
+// that leaves the one-hot empty gets f32's widths rather than zero bytes.
+int64_t element_bytes(const ProcessedGraph& g, int64_t node) {
+  static constexpr int64_t kBytes[kElementTypes] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0};
+  const int type = element_type(g, node);
+  return type < 0 ? 4 : kBytes[type];
+}
+
+// A node's element count: its shape product (1 for a scalar).
 double node_elements(const ProcessedGraph& g, int64_t node) {
-  const float v = g.node_feat[static_cast<size_t>(node * kNodeFeatDim + 28)];
+  const float v = g.node_feat[static_cast<size_t>(node * kNodeFeatDim + kShapeProduct)];
   return std::isfinite(v) && v > 0 ? static_cast<double>(v) : 0.0;
 }
 
 constexpr uint8_t kFusionOpcode = 41, kParameterOpcode = 63, kTupleOpcode = 100;
-constexpr int kTupleType = 16;  // TUPLE's place in the element type one-hot
 
 // The producers of a node, in edge order.
 std::vector<int64_t> operands_of(const ProcessedGraph& g, int64_t node) {
@@ -76,7 +85,7 @@ struct TileOutput {
 TileOutput tile_output(const ProcessedGraph& g, int64_t root) {
   int64_t node = root;
   for (int depth = 0; depth < 4 && g.node_opcode[static_cast<size_t>(node)] != kTupleOpcode; ++depth) {
-    if (g.node_feat[static_cast<size_t>(node * kNodeFeatDim + 2 + kTupleType)] <= 0.5f) break;
+    if (element_type(g, node) != kTupleType) break;
     int64_t callee = -1;
     for (int64_t p : operands_of(g, node))
       if (is_root(g, p)) callee = std::max(callee, p);
