@@ -1,7 +1,7 @@
 // The SAGE layer's small-matrix kernels (trainer/kernels/vector/small_matmul.h) at the shapes of
 // H = 32 and 64, for several register-block sizes: GF/s on one core, best of `rounds`.
-// Chooses the blocks the kernels use (outer_block_rows, small_matmul_rows' kR); prints a
-// table, asserts nothing.
+// Chooses the blocks the kernels use (outer_block_rows and outer_block_vectors,
+// small_matmul_rows' kR); prints a table, asserts nothing.
 //   kernel_blocks [ROWS] [ROUNDS]     (default 100000 rows, 3 rounds)
 #include <algorithm>
 #include <chrono>
@@ -40,6 +40,35 @@ template <int kJ, int kM, int kJB>
 double outer(Data& d, int rounds) {
   return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
     small_outer_rows<kJ, kM, kJB>(d.a.data(), kJ, d.b.data(), kM, 0, d.rows, d.out.data(), kM);
+  });
+}
+
+// The same in register blocks of kJB output rows x kVB vectors.
+template <int kJ, int kM, int kJB, int kVB>
+double outer_tile(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
+    small_outer_rows<kJ, kM, kJB, kVB>(d.a.data(), kJ, d.b.data(), kM, 0, d.rows, d.out.data(), kM);
+  });
+}
+
+// The SAGE layer's matmuls as sage_rows.cpp calls them (matmul_rows, the blocks it chooses):
+// the forward's per block of 32 rows (x @ w_x, then means @ w_means), the input gradient's
+// (g @ w^T, H -> 3H) in one call over all rows.
+template <int kH>
+double forward_as_called(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * 3 * kH * kH, [&] {
+    for (int64_t r = 0; r < d.rows; r += 32) {
+      const int64_t e = std::min(d.rows, r + 32);
+      matmul_rows<kH, kH>(d.a.data(), kH, r, e, d.w.data(), d.out.data(), kH, true);
+      matmul_rows<2 * kH, kH>(d.b.data(), 2 * kH, r, e, d.w.data() + kH * kH, d.out.data(), kH, true);
+    }
+  });
+}
+
+template <int kH>
+double grad_in_as_called(Data& d, int rounds) {
+  return best_gflops(rounds, 2.0 * d.rows * 3 * kH * kH, [&] {
+    matmul_rows<kH, 3 * kH>(d.a.data(), kH, 0, d.rows, d.w.data(), d.out.data(), 3 * kH, false);
   });
 }
 
@@ -89,6 +118,25 @@ int main(int argc, char** argv) {
               outer<32, 64, 8>(d, rounds), outer<32, 64, 16>(d, rounds), outer_block_rows(64));
   std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<64, 64, 2>(d, rounds), outer<64, 64, 4>(d, rounds),
               outer<64, 64, 8>(d, rounds), outer<64, 64, 16>(d, rounds), outer_block_rows(64));
+  if constexpr (kLanes == 8) {  // AVX2's 16 registers: blocks narrower than a row of 64 outputs
+    std::printf("\n| g^T b, register blocks of rows x vectors | 1 x 8 | 2 x 4 | 4 x 2 | 5 x 2 | 6 x 2 | 8 x 1 | 3 x 4 | 7 x 2 | used |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d x %d |\n",
+                outer_tile<32, 64, 1, 8>(d, rounds), outer_tile<32, 64, 2, 4>(d, rounds),
+                outer_tile<32, 64, 4, 2>(d, rounds), outer_tile<32, 64, 5, 2>(d, rounds),
+                outer_tile<32, 64, 6, 2>(d, rounds), outer_tile<32, 64, 8, 1>(d, rounds),
+                outer_tile<32, 64, 3, 4>(d, rounds), outer_tile<32, 64, 7, 2>(d, rounds), outer_block_rows(64),
+                outer_block_vectors(64));
+    std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d x %d |\n",
+                outer_tile<64, 64, 1, 8>(d, rounds), outer_tile<64, 64, 2, 4>(d, rounds),
+                outer_tile<64, 64, 4, 2>(d, rounds), outer_tile<64, 64, 5, 2>(d, rounds),
+                outer_tile<64, 64, 6, 2>(d, rounds), outer_tile<64, 64, 8, 1>(d, rounds),
+                outer_tile<64, 64, 3, 4>(d, rounds), outer_tile<64, 64, 7, 2>(d, rounds), outer_block_rows(64),
+                outer_block_vectors(64));
+  }
+  std::printf("\n| as sage_rows.cpp calls them | H = 32 | H = 64 |\n|---|---:|---:|\n");
+  std::printf("| forward | %.0f | %.0f |\n", forward_as_called<32>(d, rounds), forward_as_called<64>(d, rounds));
+  std::printf("| input gradient | %.0f | %.0f |\n", grad_in_as_called<32>(d, rounds), grad_in_as_called<64>(d, rounds));
   std::printf("\n| g^T b in 32-column blocks | 2 rows | 4 rows | 8 rows | 16 rows |\n|---|---:|---:|---:|---:|\n");
   std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f |\n", outer_split<32, 64, 32, 2>(d, rounds),
               outer_split<32, 64, 32, 4>(d, rounds), outer_split<32, 64, 32, 8>(d, rounds),

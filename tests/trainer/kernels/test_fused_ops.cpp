@@ -186,10 +186,14 @@ TEST_F(FusedOps, SageLinearMatchesLinearOfConcatenatedMeans) {
   std::mt19937_64 rng(1);
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
     // Trial 5 has more rows (305) than 8 parameter-gradient parts of 32: parts of 39 rows,
-    // the last one shorter. Trials 6 and 7 are trials 4 and 5 at H = 64.
-    for (int trial = 0; trial < 8; ++trial) {
-      const int64_t n = trial % 6 == 5 ? 61 : 20 + 7 * (trial % 6), S = trial % 6 == 4 ? 1 : 1 + trial % 6,
-                    H = trial < 2 ? 8 : trial < 6 ? 32 : 64;
+    // the last one shorter. Trials 6 and 7 are trials 4 and 5 at H = 64. Trials 8 and 9
+    // (H = 32, 64) have 1085 rows: parts of 136, each two blocks of the weight gradient's 64
+    // rows and a shorter one (small_matmul.h).
+    for (int trial = 0; trial < 10; ++trial) {
+      const bool many = trial >= 8;
+      const int64_t n = many ? 217 : trial % 6 == 5 ? 61 : 20 + 7 * (trial % 6),
+                    S = many ? 5 : trial % 6 == 4 ? 1 : 1 + trial % 6,
+                    H = trial < 2 ? 8 : trial < 6 || trial == 8 ? 32 : 64;
       const auto edges = random_edges(rng, n, 3 * n);
       const auto adj = Adjacency::build(edges, n);
       const auto opts = torch::TensorOptions().dtype(dtype);

@@ -59,54 +59,128 @@ void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64
   if constexpr (kR > 1) small_matmul_rows<kK, kM, 1>(a, lda, r, r1, w, ldw, out, ldo, accumulate);
 }
 
-// One block of rows of small_outer_rows.
-template <int kJ, int kM, int kJB>
-void small_outer_block(const float* __restrict g, int64_t ldg, const float* __restrict b,
-                       int64_t ldb, int64_t r0, int64_t r1, float* __restrict out, int64_t ldo) {
-  constexpr int kV = kM / kLanes;
-  for (int j0 = 0; j0 < kJ; j0 += kJB) {
-    FloatVec acc[kJB][kV] = {};
-    for (int64_t r = r0; r < r1; ++r) {
-      FloatVec bv[kV];
-#pragma GCC unroll 16
-      for (int v = 0; v < kV; ++v) bv[v] = load_vec(b + r * ldb + kLanes * v);
-#pragma GCC unroll 16
-      for (int j = 0; j < kJB; ++j) {
-        const FloatVec gj = broadcast(g[r * ldg + j0 + j]);
-#pragma GCC unroll 16
-        for (int v = 0; v < kV; ++v) acc[j][v] += gj * bv[v];
-      }
-    }
-    for (int j = 0; j < kJB; ++j)
-      for (int v = 0; v < kV; ++v) {
-        float* o = out + (j0 + j) * ldo + kLanes * v;
-        store_vec(o, load_vec(o) + acc[j][v]);
-      }
-  }
-}
+// Rows per block of small_outer_rows: a block's rows of g and b stay in L1 while the
+// output's register blocks go over them.
+constexpr int64_t kOuterBlockRows = 64;
 
-// Output rows per block of small_outer_rows. With AVX-512, 8 for every shape here: at
-// 32 x 32, 32 x 64 and 64 x 64 blocks of 8 rows ran at 113-140 GF/s on one core against
-// 62-75 with 2 or 4 (tests/bench/kernel_blocks.cpp, 2026-11-29), although 8 x 4 vectors
-// of 64 x 64 fill all 32 registers. Otherwise as many as the accumulators allow.
-// With AVX2 8 rows at 32 x 32 (58-59 GF/s against 49-51 with 2); wider outputs gain
-// nothing from more rows or from 32-column blocks (40-50 GF/s every way;
-// kernel_blocks_avx2, 2026-12-02).
+// Output rows per register block of small_outer_rows. With AVX-512, 8 for every shape here:
+// at 32 x 32, 32 x 64 and 64 x 64 blocks of 8 rows ran at 113-140 GF/s on one core against
+// 62-75 with 2 or 4 (tests/bench/kernel_blocks.cpp, 2026-11-29), although 8 x 4 vectors of
+// 64 x 64 fill all 32 registers. With AVX2 8 rows at 32 x 32 (58-59 GF/s against 49-51
+// with 2; kernel_blocks_avx2, 2026-12-02), and at 64 columns 6 rows of 2 vectors
+// (outer_block_vectors).
 constexpr int outer_block_rows(int kM) {
   if (kLanes == 16 || kM == 32) return 8;
+  if (kM == 64) return 6;
   return floor_pow2(kAccumulators / (kM / kLanes));
 }
 
+// Vectors per register block of small_outer_rows: a whole row of outputs, but 2 with AVX2 at
+// 64 columns. A row of 8 accumulators loads 8 vectors of b and broadcasts 1 of g per 8
+// FMAs; 6 rows x 2 vectors (12 accumulators) load 2 and broadcast 6 per 12. Those narrow
+// blocks read b from panels (pack_panels): b's rows of 256 or 512 bytes put a block's rows
+// of b and g in a few sets of L1 and evicted each other. The weight gradient of the layout
+// default's step (g^T [x | means], 64 x 192): 77 GF/s against 52 (E45).
+constexpr int outer_block_vectors(int kM) {
+  if (kLanes == 8 && kM == 64) return 2;
+  return kM / kLanes;
+}
+
+// Copies b's rows [r0, r0 + n) (n <= kOuterBlockRows), kM columns, into panels of kVB
+// vectors: panel p holds the rows' columns [p kVB kLanes, (p + 1) kVB kLanes), n rows of
+// kVB vectors, one after the other.
+template <int kM, int kVB>
+[[gnu::always_inline]] inline void pack_panels(const float* __restrict b, int64_t ldb, int64_t r0, int64_t n,
+                                               float* __restrict panels) {
+  constexpr int kV = kM / kLanes;
+  for (int64_t r = 0; r < n; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < kV; ++v)
+      store_vec(panels + ((v / kVB) * n * kVB + r * kVB + v % kVB) * kLanes, load_vec(b + (r0 + r) * ldb + kLanes * v));
+}
+
+// out rows 0 .. kJB, vectors 0 .. kVB (row stride ldo) += sum over the n rows of g (row
+// stride ldg) and of a panel p (n rows of kVB vectors) of g[r, :kJB]^T p[r].
+template <int kJB, int kVB>
+[[gnu::always_inline]] inline void outer_register_block(const float* __restrict g, int64_t ldg,
+                                                        const float* __restrict p, int64_t n,
+                                                        float* __restrict out, int64_t ldo) {
+  FloatVec acc[kJB][kVB] = {};
+  for (int64_t r = 0; r < n; ++r) {
+    FloatVec pv[kVB];
+#pragma GCC unroll 16
+    for (int v = 0; v < kVB; ++v) pv[v] = load_vec(p + (r * kVB + v) * kLanes);
+#pragma GCC unroll 16
+    for (int j = 0; j < kJB; ++j) {
+      const FloatVec gj = broadcast(g[r * ldg + j]);
+#pragma GCC unroll 16
+      for (int v = 0; v < kVB; ++v) acc[j][v] += gj * pv[v];
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < kJB; ++j)
+#pragma GCC unroll 16
+    for (int v = 0; v < kVB; ++v) {
+      float* o = out + j * ldo + kLanes * v;
+      store_vec(o, load_vec(o) + acc[j][v]);
+    }
+}
+
+// One block of rows [r0, r1) of small_outer_rows. Whole rows of outputs (kVB = kM / kLanes)
+// read b in place; narrower blocks read it from panels, kJB output rows at a time (the last
+// block smaller where kJB does not divide kJ). Either way each output element sums the
+// block's rows in order.
+template <int kJ, int kM, int kJB, int kVB>
+void small_outer_block(const float* __restrict g, int64_t ldg, const float* __restrict b,
+                       int64_t ldb, int64_t r0, int64_t r1, float* __restrict out, int64_t ldo) {
+  constexpr int kV = kM / kLanes;
+  if constexpr (kVB == kV) {
+    static_assert(kJ % kJB == 0, "whole-row blocks must tile the output");
+    for (int j0 = 0; j0 < kJ; j0 += kJB) {
+      FloatVec acc[kJB][kV] = {};
+      for (int64_t r = r0; r < r1; ++r) {
+        FloatVec bv[kV];
+#pragma GCC unroll 16
+        for (int v = 0; v < kV; ++v) bv[v] = load_vec(b + r * ldb + kLanes * v);
+#pragma GCC unroll 16
+        for (int j = 0; j < kJB; ++j) {
+          const FloatVec gj = broadcast(g[r * ldg + j0 + j]);
+#pragma GCC unroll 16
+          for (int v = 0; v < kV; ++v) acc[j][v] += gj * bv[v];
+        }
+      }
+      for (int j = 0; j < kJB; ++j)
+        for (int v = 0; v < kV; ++v) {
+          float* o = out + (j0 + j) * ldo + kLanes * v;
+          store_vec(o, load_vec(o) + acc[j][v]);
+        }
+    }
+  } else {
+    static_assert(kV % kVB == 0, "panels must tile the row");
+    const int64_t n = r1 - r0;
+    alignas(64) float panels[kOuterBlockRows * kM];
+    pack_panels<kM, kVB>(b, ldb, r0, n, panels);
+    const float* gb = g + r0 * ldg;
+    for (int c = 0; c < kV; c += kVB) {
+      const float* p = panels + c * n * kLanes;
+      int j = 0;
+      for (; j + kJB <= kJ; j += kJB) outer_register_block<kJB, kVB>(gb + j, ldg, p, n, out + j * ldo + c * kLanes, ldo);
+      if constexpr (kJ % kJB > 0)
+        outer_register_block<kJ % kJB, kVB>(gb + j, ldg, p, n, out + j * ldo + c * kLanes, ldo);
+    }
+  }
+}
+
 // out (kJ x kM, row stride ldo) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: a
-// weight gradient. Blocks of kJB output rows stay in registers while blocks of 64 rows (in
-// L1) stream through.
-template <int kJ, int kM, int kJB = outer_block_rows(kM)>
+// weight gradient. Register blocks of kJB output rows x kVB vectors go over blocks of
+// kOuterBlockRows rows (in L1).
+template <int kJ, int kM, int kJB = outer_block_rows(kM), int kVB = outer_block_vectors(kM)>
 void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __restrict b,
                       int64_t ldb, int64_t r0, int64_t r1, float* __restrict out, int64_t ldo = kM) {
-  static_assert(kM % kLanes == 0 && kJ % kJB == 0, "blocks must tile the output");
-  for (int64_t rb = r0; rb < r1; rb += 64) {
-    const int64_t re = std::min(r1, rb + 64);
-    small_outer_block<kJ, kM, kJB>(g, ldg, b, ldb, rb, re, out, ldo);
+  static_assert(kM % kLanes == 0, "output width must be a whole number of vectors");
+  for (int64_t rb = r0; rb < r1; rb += kOuterBlockRows) {
+    const int64_t re = std::min(r1, rb + kOuterBlockRows);
+    small_outer_block<kJ, kM, kJB, kVB>(g, ldg, b, ldb, rb, re, out, ldo);
   }
 }
 
