@@ -41,38 +41,68 @@ const VectorPath* small_kernels(const Tensor& x) {
   return path && x.scalar_type() == torch::kFloat && (x.size(-1) == 32 || x.size(-1) == 64) ? path : nullptr;
 }
 
-// The SAGE layer's parameter gradients: g^T [x | means] (H x 3H, the weight's) and the
-// column sums of g (the bias's), from g (rows x H), x (rows x H) and means (rows x 2H).
-// Partial sums over a fixed split of the rows (at most kParamGradChunks parts: each part's
-// H x 3H partial is written and read once more), added in order: the result does not
-// depend on the number of threads.
-
-std::pair<Tensor, Tensor> sage_param_grads(const Tensor& g, const Tensor& x, const Tensor& means) {
-  const int64_t H = g.size(-1), rows = g.numel() / H;
-  const auto g2 = g.reshape({rows, H}), x2 = x.reshape({rows, H}), m2 = means.reshape({rows, 2 * H});
-  const VectorPath* path = small_kernels(g);
-  if (!path) return {torch::cat({g2.t().mm(x2), g2.t().mm(m2)}, 1), g2.sum(0)};
+// The vector path's backward over a fixed split of the rows (at most kParamGradChunks
+// parts; each part's 3H x H partial of the weight's gradient is written and read once more),
+// the partials added in order: the result does not depend on the number of threads. Returns
+// x's gradient and the weight's and bias's.
+std::tuple<Tensor, Tensor, Tensor> vector_backward(const VectorPath& path, const Tensor& g, const Tensor& x,
+                                                   const Tensor& weight, const CsrGraph& graph) {
+  const int64_t N = g.size(1), H = g.size(2), rows = g.numel() / H;
+  // The weight's three H x H blocks stacked (3H x H): x's gradient is [g, grad means] @ ws.
+  const auto ws = weight.reshape({H, 3, H}).transpose(0, 1).reshape({3 * H, H}).contiguous();
   const int64_t per = std::max(kGrain, (rows + kParamGradChunks - 1) / kParamGradChunks);
   const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
-  auto px = torch::empty({chunks, H, H}, g.options()), pm = torch::empty({chunks, H, 2 * H}, g.options());
-  auto pb = torch::empty({chunks, H}, g.options().dtype(torch::kDouble));  // long sums: double
-  const float *gp = g2.data_ptr<float>(), *xp = x2.data_ptr<float>(), *mp = m2.data_ptr<float>();
-  float *pxp = px.data_ptr<float>(), *pmp = pm.data_ptr<float>();
-  double* pbp = pb.data_ptr<double>();
+  auto grad_x = torch::empty_like(x);
+  auto gws = torch::empty({chunks, 3 * H, H}, g.options());
+  auto gb = torch::empty({chunks, H}, g.options().dtype(torch::kDouble));  // long sums: double
+  const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = ws.data_ptr<float>();
+  float *gxp = grad_x.data_ptr<float>(), *gwp = gws.data_ptr<float>();
+  double* gbp = gb.data_ptr<double>();
   at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
-      path->sage_param_grads(H, gp, xp, mp, r0, r1, pxp + c * H * H, pmp + c * H * 2 * H, pbp + c * H);
+      path.sage_backward(H, gp, xp, N, graph, r0, r1, wp, gxp, gwp + c * 3 * H * H, gbp + c * H);
     }
   });
-  return {torch::cat({px.sum(0), pm.sum(0)}, 1), pb.sum(0).to(g.scalar_type())};
+  // gws's blocks back to the weight's layout (H x 3H).
+  auto grad_w = gws.sum(0).reshape({3, H, H}).transpose(0, 1).reshape({H, 3 * H});
+  return {grad_x, grad_w, gb.sum(0).to(g.scalar_type())};
 }
 
+// LibTorch's backward (no vector path): the gradient of each node's [x, means] row, then
+// x's gradient gathers it back; the weight's from the means the forward kept.
+std::tuple<Tensor, Tensor, Tensor> plain_backward(const Tensor& g, const Tensor& x, const Tensor& means,
+                                                  const Tensor& weight, const variable_list& saved) {
+  const int64_t S = g.size(0), N = g.size(1), H = g.size(2);
+  auto grad_x = torch::empty_like(x);
+  const auto grad_in = g.reshape({S * N, H}).mm(weight).view({S, N, 3 * H});
+  AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
+    const scalar_t* ip = grad_in.data_ptr<scalar_t>();
+    scalar_t* xp = grad_x.data_ptr<scalar_t>();
+    const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
+                  *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
+    at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const scalar_t* slab = ip + (r / N) * N * 3 * H;
+        scalar_t* o = xp + r * H;
+        for (int64_t j = 0; j < H; ++j) o[j] = ip[r * 3 * H + j];
+        // v's row reached each consumer u of v through u's producer mean (weight
+        // 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).
+        gather_rows(slab, 3 * H, H, cp, ci, pp, r % N, H, o);
+        gather_rows(slab, 3 * H, 2 * H, pp, pi, cp, r % N, H, o);
+      }
+    });
+  });
+  const auto g2 = g.reshape({S * N, H});
+  auto grad_w = torch::cat({g2.t().mm(x.reshape({S * N, H})), g2.t().mm(means.reshape({S * N, 2 * H}))}, 1);
+  return {grad_x, grad_w, g2.sum(0)};
+}
 
 // --------------------------------------------------------------------- SAGE linear
 // z = linear(cat(x, mean of producers' x, mean of consumers' x)) per node, aggregating
 // before the matmul: the means are of H-wide rows (CSR gathers), and the two matmuls
-// (self, means) use the small-matrix kernel. The means are kept for weight's gradient.
+// (self, means) use the small-matrix kernel. LibTorch's form keeps the means for the
+// weight's gradient; the vector path does not need them (vector_path.h).
 struct SageLinear : torch::autograd::Function<SageLinear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x_in, const Tensor& weight,
                         const Tensor& bias, const Tensor& pptr, const Tensor& pidx,
@@ -86,23 +116,23 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
                 "sage_linear: weight, bias and states differ in type");
     TORCH_CHECK(pptr.numel() == N + 1, "sage_linear: adjacency of ", pptr.numel() - 1,
                 " nodes for states of ", N);
-    // Each row of the means is zeroed just before its gathers add into it (in cache; a
-    // zero-filled tensor would be one more pass over memory).
-    auto means = torch::empty({S, N, 2 * H}, x.options());
     const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
     const auto bias_row = bias.contiguous().reshape({1, H});
     const VectorPath* path = small_kernels(x);
-    Tensor out;
+    Tensor out, means;
     if (path) {
       out = torch::empty({S, N, H}, x.options());
       const CsrGraph graph{pptr.data_ptr<int64_t>(), pidx.data_ptr<int64_t>(), cptr.data_ptr<int64_t>(),
                            cidx.data_ptr<int64_t>()};
       const float *xp = x.data_ptr<float>(), *wp = wt.data_ptr<float>(), *bp = bias_row.data_ptr<float>();
-      float *mp = means.data_ptr<float>(), *op = out.data_ptr<float>();
+      float* op = out.data_ptr<float>();
       at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        path->sage_forward(H, xp, N, graph, b, e, wp, bp, mp, op);
+        path->sage_forward(H, xp, N, graph, b, e, wp, bp, op);
       });
     } else {
+      // Each row of the means is zeroed just before its gathers add into it (in cache; a
+      // zero-filled tensor would be one more pass over memory).
+      means = torch::empty({S, N, 2 * H}, x.options());
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "sage_linear", [&] {
         const scalar_t* xp = x.data_ptr<scalar_t>();
         scalar_t* mp = means.data_ptr<scalar_t>();
@@ -122,6 +152,7 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
                 .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H))
                 .view({S, N, H});
     }
+    // means: undefined on the vector path (an empty saved slot).
     ctx->save_for_backward({x, means, weight, pptr, pidx, cptr, cidx});
     return out;
   }
@@ -130,45 +161,21 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     const auto saved = ctx->get_saved_variables();
     const auto &x = saved[0], &means = saved[1], &weight = saved[2];
     const auto g = grads[0].contiguous();
-    const int64_t S = g.size(0), N = g.size(1), H = g.size(2);
-    // The gradient of each node's [x, means] row, then x's gradient gathers it back.
-    auto grad_x = torch::empty_like(x);
-    const VectorPath* path = small_kernels(g);
+    // The path the forward took: the vector path kept no means.
+    const VectorPath* path = means.defined() ? nullptr : vector_path();
+    TORCH_CHECK(means.defined() || path, "sage_linear: the vector path was turned off between forward and backward");
+    Tensor grad_x, grad_w, grad_b;
     if (path) {
-      auto grad_in = torch::empty({S, N, 3 * H}, g.options());
-      const auto w = weight.contiguous();  // H x 3H
-      const float *gp = g.data_ptr<float>(), *wp = w.data_ptr<float>();
-      float *ip = grad_in.data_ptr<float>(), *xp = grad_x.data_ptr<float>();
-      at::parallel_for(0, S * N, 2 * kGrain, [&](int64_t b, int64_t e) { path->sage_grad_in(H, gp, wp, b, e, ip); });
       const CsrGraph graph{saved[3].data_ptr<int64_t>(), saved[4].data_ptr<int64_t>(), saved[5].data_ptr<int64_t>(),
                            saved[6].data_ptr<int64_t>()};
-      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) { path->sage_grad_x(H, ip, N, graph, b, e, xp); });
+      std::tie(grad_x, grad_w, grad_b) = vector_backward(*path, g, x, weight.contiguous(), graph);
     } else {
-      const auto grad_in = g.reshape({S * N, H}).mm(weight).view({S, N, 3 * H});
-      AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "sage_linear_backward", [&] {
-        const scalar_t* ip = grad_in.data_ptr<scalar_t>();
-        scalar_t* xp = grad_x.data_ptr<scalar_t>();
-        const int64_t *pp = saved[3].data_ptr<int64_t>(), *pi = saved[4].data_ptr<int64_t>(),
-                      *cp = saved[5].data_ptr<int64_t>(), *ci = saved[6].data_ptr<int64_t>();
-        at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-          for (int64_t r = b; r < e; ++r) {
-            const scalar_t* slab = ip + (r / N) * N * 3 * H;
-            scalar_t* o = xp + r * H;
-            for (int64_t j = 0; j < H; ++j) o[j] = ip[r * 3 * H + j];
-            // v's row reached each consumer u of v through u's producer mean (weight
-            // 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).
-            gather_rows(slab, 3 * H, H, cp, ci, pp, r % N, H, o);
-            gather_rows(slab, 3 * H, 2 * H, pp, pi, cp, r % N, H, o);
-          }
-        });
-      });
+      std::tie(grad_x, grad_w, grad_b) = plain_backward(g, x, means, weight, saved);
     }
     // bias has x's type (checked in forward).
-    auto [grad_weight, grad_bias] = sage_param_grads(g, x, means);
-    return {grad_x, grad_weight, grad_bias, Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_x, grad_w, grad_b, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
-
 
 }  // namespace
 }  // namespace kernels

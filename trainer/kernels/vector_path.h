@@ -39,19 +39,18 @@ struct EpilogueForward {
 struct VectorPath {
   VectorIsa isa;
   const char* name;  // "avx2", "avx512"
-  // Rows [b, e) of x (S x N x H): means (rows x 2H: of producers, of consumers) and
-  // out = bias + x W_self + means W_means (wt: 3H x H, the weight transposed).
+  // Rows [b, e) of x (S x N x H): out = bias + x W_self + means W_means (wt: 3H x H, the
+  // weight transposed; means: of producers, of consumers, a block of rows at a time, not
+  // stored).
   void (*sage_forward)(int64_t H, const float* x, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
-                       const float* wt, const float* bias, float* means, float* out);
-  // Rows [b, e) of grad_in (rows x 3H) = g (rows x H) @ w (H x 3H).
-  void (*sage_grad_in)(int64_t H, const float* g, const float* w, int64_t b, int64_t e, float* grad_in);
-  // Rows [b, e) of x's gradient (S x N x H) from grad_in (S x N x 3H).
-  void (*sage_grad_x)(int64_t H, const float* grad_in, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
-                      float* grad_x);
-  // Rows [r0, r1)'s part of the weight and bias gradients: px (H x H) = g^T x,
-  // pm (H x 2H) = g^T means, pb (H doubles) = column sums of g; all three overwritten.
-  void (*sage_param_grads)(int64_t H, const float* g, const float* x, const float* means, int64_t r0,
-                           int64_t r1, float* px, float* pm, double* pb);
+                       const float* wt, const float* bias, float* out);
+  // Rows [r0, r1) of the backward from out's gradient g (S x N x H). With E = [g, the means
+  // of g through which x's rows reached the forward's means] (rows x 3H): x's gradient
+  // (rows of grad_x) = E ws, where ws (3H x H) stacks the weight's H x H blocks W_self,
+  // W_producers, W_consumers; this part's gradient of ws, gws (3H x H) = E^T x, and of the
+  // bias, gb (H doubles) = column sums of g; gws and gb overwritten.
+  void (*sage_backward)(int64_t H, const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0,
+                        int64_t r1, const float* ws, float* grad_x, float* gws, double* gb);
   // gelu_dropout_add_layer_norm over rows [b, e).
   void (*epilogue_forward)(int64_t H, int64_t b, int64_t e, const EpilogueForward& args);
   // Its backward over rows [r0, r1): gx, gz, and gamma's then beta's sums of those rows

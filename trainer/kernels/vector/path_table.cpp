@@ -12,9 +12,7 @@ const VectorPath& path_table() {
   static const VectorPath table{kLanes == 16 ? VectorIsa::kAvx512 : VectorIsa::kAvx2,
                                 TPUPERF_STRINGIZE(TPUPERF_VECTOR_NS),
                                 sage_forward,
-                                sage_grad_in,
-                                sage_grad_x,
-                                sage_param_grads,
+                                sage_backward,
                                 epilogue_forward,
                                 epilogue_backward,
                                 gelu};

@@ -10,12 +10,9 @@
 namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 
 void sage_forward(int64_t H, const float* x, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
-                  const float* wt, const float* bias, float* means, float* out);
-void sage_grad_in(int64_t H, const float* g, const float* w, int64_t b, int64_t e, float* grad_in);
-void sage_grad_x(int64_t H, const float* grad_in, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
-                 float* gx);
-void sage_param_grads(int64_t H, const float* g, const float* x, const float* means, int64_t r0, int64_t r1,
-                      float* px, float* pm, double* pb);
+                  const float* wt, const float* bias, float* out);
+void sage_backward(int64_t H, const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0,
+                   int64_t r1, const float* ws, float* gx, float* gws, double* gb);
 void epilogue_forward(int64_t H, int64_t b, int64_t e, const EpilogueForward& args);
 void epilogue_backward(int64_t H, int64_t r0, int64_t r1, const float* xhat, const float* keep_slope,
                        const float* gout, const float* gamma, const float* rstd, float* gx, float* gz,

@@ -1,6 +1,6 @@
 // sage_linear's loops over float rows of H = 32 or 64 (trainer/kernels/sage_linear.cpp
-// splits the rows into tasks): CSR means gathered in registers and the register-blocked
-// matmuls of small_matmul.h.
+// splits the rows into tasks): CSR means gathered in registers into blocks of rows and the
+// register-blocked matmuls of small_matmul.h over them.
 #include "trainer/kernels/vector/rows.h"
 
 #include <algorithm>
@@ -10,8 +10,8 @@
 namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 namespace {
 
-// Rows of one forward block: the kernels read a block's means while they are in cache.
-constexpr int64_t kForwardBlock = 32;
+// Rows of one block of means: the matmuls read a block's means while they are in cache.
+constexpr int64_t kMeansBlock = 32;
 
 // acc (kH / kLanes vectors) += the weighted rows of CSR row u of src (one slot's rows of
 // width src_width, columns off .. off + kH): weight 1 / (row length) ("own", other_ptr null)
@@ -46,75 +46,74 @@ void means_row(const float* slab, const CsrGraph& g, int64_t u, float* m) {
   }
 }
 
+// Forward: out = bias + x W_self + means W_means, a block of rows at a time (the block's
+// means stay in cache and are not stored: backward does not read them).
 template <int kH>
 void forward(const float* x, int64_t N, const CsrGraph& g, int64_t b, int64_t e, const float* wt,
-             const float* bias, float* means, float* out) {
-  for (int64_t b0 = b; b0 < e; b0 += kForwardBlock) {
-    const int64_t e0 = std::min(e, b0 + kForwardBlock);
-    for (int64_t r = b0; r < e0; ++r) means_row<kH>(x + (r / N) * N * kH, g, r % N, means + r * 2 * kH);
+             const float* bias, float* out) {
+  alignas(64) float means[kMeansBlock * 2 * kH];
+  for (int64_t b0 = b; b0 < e; b0 += kMeansBlock) {
+    const int64_t e0 = std::min(e, b0 + kMeansBlock);
+    for (int64_t r = b0; r < e0; ++r) means_row<kH>(x + (r / N) * N * kH, g, r % N, means + (r - b0) * 2 * kH);
     // The output rows start as the bias, written per block while in cache (whole vectors:
     // std::copy was a libc call a row).
     for (int64_t r = b0; r < e0; ++r)
       for (int j = 0; j < kH; j += kLanes) store_vec(out + r * kH + j, load_vec(bias + j));
     matmul_rows<kH, kH>(x, kH, b0, e0, wt, out, kH, true);
-    matmul_rows<2 * kH, kH>(means, 2 * kH, b0, e0, wt + kH * kH, out, kH, true);
+    matmul_rows<2 * kH, kH>(means, 2 * kH, 0, e0 - b0, wt + kH * kH, out + b0 * kH, kH, true);
   }
 }
 
-// Backward: x's gradient of node v of one slot (slab: its rows of 3 kH, the gradient of
-// [x, means]). v's row reached each consumer u of v through u's producer mean (weight
-// 1/|P(u)|), each producer w of v through w's consumer mean (1/|C(w)|).
+// Backward: the means of slot s's rows of out's gradient (slab) through which node v's row
+// reached the forward's means: of v's consumers u, each over |P(u)| (v was in u's producer
+// mean), then of v's producers w, each over |C(w)| (v was in w's consumer mean); [2 kH].
 template <int kH>
-void grad_x(const float* grad_in, int64_t N, const CsrGraph& g, int64_t b, int64_t e, float* gx) {
+void grad_means_row(const float* slab, const CsrGraph& g, int64_t v, float* m) {
   constexpr int kV = kH / kLanes;
-  for (int64_t r = b; r < e; ++r) {
-    const float* slab = grad_in + (r / N) * N * 3 * kH;
-    const int64_t v = r % N;
-    FloatVec acc[kV];
-    for (int q = 0; q < kV; ++q) acc[q] = load_vec(slab + v * 3 * kH + kLanes * q);
-    gather_rows_vec<kH>(slab, 3 * kH, kH, g.consumer_ptr, g.consumer_idx, g.producer_ptr, v, acc);
-    gather_rows_vec<kH>(slab, 3 * kH, 2 * kH, g.producer_ptr, g.producer_idx, g.consumer_ptr, v, acc);
-    for (int q = 0; q < kV; ++q) store_vec(gx + r * kH + kLanes * q, acc[q]);
+  FloatVec cons[kV] = {}, prod[kV] = {};
+  gather_rows_vec<kH>(slab, kH, 0, g.consumer_ptr, g.consumer_idx, g.producer_ptr, v, cons);
+  gather_rows_vec<kH>(slab, kH, 0, g.producer_ptr, g.producer_idx, g.consumer_ptr, v, prod);
+  for (int q = 0; q < kV; ++q) {
+    store_vec(m + kLanes * q, cons[q]);
+    store_vec(m + kH + kLanes * q, prod[q]);
   }
 }
 
+// With E = [g, grad means]: x's gradient E ws and gws = E^T x, a block of rows at a time
+// (E's block stays in cache; no row of g W, 3 kH wide, goes to memory, and the weight's
+// gradient reads x instead of the forward's means, which are never stored).
 template <int kH>
-void param_grads(const float* g, const float* x, const float* means, int64_t r0, int64_t r1, float* px,
-                 float* pm, double* pb) {
-  std::fill(px, px + kH * kH, 0.0f);
-  std::fill(pm, pm + kH * 2 * kH, 0.0f);
-  outer_rows<kH, kH>(g, kH, x, kH, r0, r1, px);
-  outer_rows<kH, 2 * kH>(g, kH, means, 2 * kH, r0, r1, pm);
+void backward(const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0, int64_t r1,
+              const float* ws, float* gx, float* gws, double* gb) {
+  std::fill(gws, gws + 3 * kH * kH, 0.0f);
+  alignas(64) float means[kMeansBlock * 2 * kH];
+  for (int64_t b0 = r0; b0 < r1; b0 += kMeansBlock) {
+    const int64_t e0 = std::min(r1, b0 + kMeansBlock), n = e0 - b0;
+    for (int64_t r = b0; r < e0; ++r) grad_means_row<kH>(g + (r / N) * N * kH, graph, r % N, means + (r - b0) * 2 * kH);
+    matmul_rows<kH, kH>(g, kH, b0, e0, ws, gx, kH, false);
+    matmul_rows<2 * kH, kH>(means, 2 * kH, 0, n, ws + kH * kH, gx + b0 * kH, kH, true);
+    small_outer_rows<kH, kH>(g, kH, x, kH, b0, e0, gws);
+    small_outer_rows<2 * kH, kH>(means, 2 * kH, x + b0 * kH, kH, 0, n, gws + kH * kH);
+  }
   for (int q = 0; q < kH; q += 32) {  // the bias's sums, 32 columns at a time, in double
     Row32Double bias;
     for (int64_t r = r0; r < r1; ++r) bias.add(load_row32(g + r * kH + q));
-    bias.store(pb + q);
+    bias.store(gb + q);
   }
 }
 
 }  // namespace
 
 void sage_forward(int64_t H, const float* x, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
-                  const float* wt, const float* bias, float* means, float* out) {
-  if (H == 64) forward<64>(x, N, graph, b, e, wt, bias, means, out);
-  else forward<32>(x, N, graph, b, e, wt, bias, means, out);
+                  const float* wt, const float* bias, float* out) {
+  if (H == 64) forward<64>(x, N, graph, b, e, wt, bias, out);
+  else forward<32>(x, N, graph, b, e, wt, bias, out);
 }
 
-void sage_grad_in(int64_t H, const float* g, const float* w, int64_t b, int64_t e, float* grad_in) {
-  if (H == 64) matmul_rows<64, 192>(g, 64, b, e, w, grad_in, 192, false);
-  else matmul_rows<32, 96>(g, 32, b, e, w, grad_in, 96, false);
-}
-
-void sage_grad_x(int64_t H, const float* grad_in, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
-                 float* gx) {
-  if (H == 64) grad_x<64>(grad_in, N, graph, b, e, gx);
-  else grad_x<32>(grad_in, N, graph, b, e, gx);
-}
-
-void sage_param_grads(int64_t H, const float* g, const float* x, const float* means, int64_t r0, int64_t r1,
-                      float* px, float* pm, double* pb) {
-  if (H == 64) param_grads<64>(g, x, means, r0, r1, px, pm, pb);
-  else param_grads<32>(g, x, means, r0, r1, px, pm, pb);
+void sage_backward(int64_t H, const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0,
+                   int64_t r1, const float* ws, float* gx, float* gws, double* gb) {
+  if (H == 64) backward<64>(g, x, N, graph, r0, r1, ws, gx, gws, gb);
+  else backward<32>(g, x, N, graph, r0, r1, ws, gx, gws, gb);
 }
 
 }  // namespace tpuperf::kernels::TPUPERF_VECTOR_NS

@@ -78,9 +78,9 @@ constexpr int outer_block_rows(int kM) {
 // Vectors per register block of small_outer_rows: a whole row of outputs, but 2 with AVX2 at
 // 64 columns. A row of 8 accumulators loads 8 vectors of b and broadcasts 1 of g per 8
 // FMAs; 6 rows x 2 vectors (12 accumulators) load 2 and broadcast 6 per 12. Those narrow
-// blocks read b from panels (pack_panels): b's rows of 256 or 512 bytes put a block's rows
-// of b and g in a few sets of L1 and evicted each other. The weight gradient of the layout
-// default's step (g^T [x | means], 64 x 192): 77 GF/s against 52 (E45).
+// blocks read b from panels (pack_panels): rows of b 256 or 512 bytes apart put a block's
+// rows of b and g in a few sets of L1, where they evicted each other. With the panels the
+// AVX2 layout default trained 11% more configs/s (3 alternating pairs, E45).
 constexpr int outer_block_vectors(int kM) {
   if (kLanes == 8 && kM == 64) return 2;
   return kM / kLanes;
@@ -184,19 +184,14 @@ void small_outer_rows(const float* __restrict g, int64_t ldg, const float* __res
   }
 }
 
-// Output columns per block of matmul_rows. With AVX-512 a whole row of up to 96 outputs
-// (6 vectors; at 192 the 12 accumulators of one row would leave no register for the rest),
-// else 64. With AVX2 blocks of 32 columns, 3 rows each (64 -> 64: 78-81 GF/s against 56-62
-// for whole rows; 64 -> 192: 52 against 41 in blocks of 64), but 96 outputs whole (61-64
-// against 42-47 in blocks of 32; kernel_blocks_avx2, 2026-12-02).
-constexpr int matmul_column_block(int kM) {
-  if (kLanes == 16) return kM <= 96 ? kM : 64;
-  return kM == 96 ? 96 : 32;
-}
+// Output columns per block of matmul_rows: with AVX-512 a whole row (up to 4 vectors), with
+// AVX2 blocks of 32 columns, 3 rows each (64 -> 64: 78-81 GF/s against 56-62 for whole rows;
+// kernel_blocks_avx2, 2026-12-02).
+constexpr int matmul_column_block(int kM) { return kLanes == 16 ? kM : 32; }
 
 // out[r] (+)= a[r, :kK] @ w (kK x kM, row-major) for r in [r0, r1) at the SAGE layer's
-// shapes for H = 32 and 64: kK = H or 2H with kM = H (forward), kK = H with kM = 3H
-// (backward); in blocks of matmul_column_block(kM) output columns.
+// shapes for H = 32 and 64: kK = H or 2H with kM = H (the forward, x's gradient); in blocks
+// of matmul_column_block(kM) output columns.
 template <int kK, int kM>
 void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const float* w, float* out,
                  int64_t ldo, bool accumulate) {
@@ -204,19 +199,6 @@ void matmul_rows(const float* a, int64_t lda, int64_t r0, int64_t r1, const floa
   static_assert(kM % kMB == 0, "column blocks must tile the output");
   for (int c = 0; c < kM; c += kMB)
     small_matmul_rows<kK, kMB>(a, lda, r0, r1, w + c, kM, out + c, ldo, accumulate);
-}
-
-// out (kJ x kM, row stride kM) += sum over r in [r0, r1) of g[r, :kJ]^T b[r, :kM]: the SAGE
-// weight gradient's blocks, kJ = H (32 or 64), kM = H or 2H; at H = 64 in blocks of 64
-// columns.
-template <int kJ, int kM>
-void outer_rows(const float* g, int64_t ldg, const float* b, int64_t ldb, int64_t r0, int64_t r1, float* out) {
-  if constexpr (kJ == 32) {
-    small_outer_rows<kJ, kM>(g, ldg, b, ldb, r0, r1, out);
-  } else {
-    static_assert(kM % 64 == 0, "wide outputs go in blocks of 64 columns");
-    for (int c = 0; c < kM; c += 64) small_outer_rows<kJ, 64>(g, ldg, b + c, ldb, r0, r1, out + c, kM);
-  }
 }
 
 }  // namespace tpuperf::kernels::TPUPERF_VECTOR_NS
