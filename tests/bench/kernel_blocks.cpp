@@ -51,6 +51,17 @@ double outer_tile(Data& d, int rounds) {
   });
 }
 
+// A row of the register-block table: kJ x 64 outputs, the AVX2 blocks to choose from.
+template <int kJ>
+void outer_tile_row(Data& d, int rounds) {
+  std::printf("| %d x 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d x %d |\n", kJ,
+              outer_tile<kJ, 64, 1, 8>(d, rounds), outer_tile<kJ, 64, 2, 4>(d, rounds),
+              outer_tile<kJ, 64, 4, 2>(d, rounds), outer_tile<kJ, 64, 5, 2>(d, rounds),
+              outer_tile<kJ, 64, 6, 2>(d, rounds), outer_tile<kJ, 64, 8, 1>(d, rounds),
+              outer_tile<kJ, 64, 3, 4>(d, rounds), outer_tile<kJ, 64, 7, 2>(d, rounds), outer_block_rows(64),
+              outer_block_vectors(64));
+}
+
 // The SAGE layer's matmuls as sage_rows.cpp calls them (matmul_rows, the blocks it chooses),
 // per block of 32 rows: x @ w_x, then means @ w_means (forward); x's gradient has the same
 // shapes (g, then the means of g).
@@ -114,18 +125,8 @@ int main(int argc, char** argv) {
   if constexpr (kLanes == 8) {  // AVX2's 16 registers: blocks narrower than a row of 64 outputs
     std::printf("\n| g^T b, register blocks of rows x vectors | 1 x 8 | 2 x 4 | 4 x 2 | 5 x 2 | 6 x 2 | 8 x 1 | 3 x 4 | 7 x 2 | used |\n"
                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d x %d |\n",
-                outer_tile<32, 64, 1, 8>(d, rounds), outer_tile<32, 64, 2, 4>(d, rounds),
-                outer_tile<32, 64, 4, 2>(d, rounds), outer_tile<32, 64, 5, 2>(d, rounds),
-                outer_tile<32, 64, 6, 2>(d, rounds), outer_tile<32, 64, 8, 1>(d, rounds),
-                outer_tile<32, 64, 3, 4>(d, rounds), outer_tile<32, 64, 7, 2>(d, rounds), outer_block_rows(64),
-                outer_block_vectors(64));
-    std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d x %d |\n",
-                outer_tile<64, 64, 1, 8>(d, rounds), outer_tile<64, 64, 2, 4>(d, rounds),
-                outer_tile<64, 64, 4, 2>(d, rounds), outer_tile<64, 64, 5, 2>(d, rounds),
-                outer_tile<64, 64, 6, 2>(d, rounds), outer_tile<64, 64, 8, 1>(d, rounds),
-                outer_tile<64, 64, 3, 4>(d, rounds), outer_tile<64, 64, 7, 2>(d, rounds), outer_block_rows(64),
-                outer_block_vectors(64));
+    outer_tile_row<32>(d, rounds);
+    outer_tile_row<64>(d, rounds);
   }
   std::printf("\n| as sage_rows.cpp calls them | H = 32 | H = 64 |\n|---|---:|---:|\n");
   std::printf("| forward, x's gradient | %.0f | %.0f |\n", forward_as_called<32>(d, rounds), forward_as_called<64>(d, rounds));
