@@ -35,20 +35,23 @@ double best_gflops(int rounds, double flops, F&& f) {
   return best;
 }
 
-// The weight gradient's kernel: out (kJ x kM) += g^T b over all rows, blocks of kJB.
-template <int kJ, int kM, int kJB>
-double outer(Data& d, int rounds) {
-  return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
-    small_outer_rows<kJ, kM, kJB>(d.a.data(), kJ, d.b.data(), kM, 0, d.rows, d.out.data(), kM);
-  });
-}
-
-// The same in register blocks of kJB output rows x kVB vectors.
+// The weight gradient's kernel as sage_rows.cpp calls it: out (kJ x kM) += g^T b over all
+// rows, 32 rows a call (a block of means), register blocks of kJB rows x kVB vectors.
 template <int kJ, int kM, int kJB, int kVB>
 double outer_tile(Data& d, int rounds) {
   return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
-    small_outer_rows<kJ, kM, kJB, kVB>(d.a.data(), kJ, d.b.data(), kM, 0, d.rows, d.out.data(), kM);
+    for (int64_t r = 0; r < d.rows; r += 32)
+      small_outer_rows<kJ, kM, kJB, kVB>(d.a.data(), kJ, d.b.data(), kM, r, std::min(d.rows, r + 32), d.out.data(), kM);
   });
+}
+
+// Rows of the kernel's whole-row blocks at kM columns, 0 if its blocks are narrower.
+constexpr int whole_row_blocks(int kM) { return outer_block_vectors(kM) == kM / kLanes ? outer_block_rows(kM) : 0; }
+
+// The same with blocks of whole rows of outputs (kJB rows).
+template <int kJ, int kM, int kJB>
+double outer(Data& d, int rounds) {
+  return outer_tile<kJ, kM, kJB, kM / kLanes>(d, rounds);
 }
 
 // A row of the register-block table: kJ x 64 outputs, the AVX2 blocks to choose from.
@@ -115,25 +118,28 @@ int main(int argc, char** argv) {
   Data d(rows);
   std::printf("%lld rows, best of %d rounds, GF/s on one core (%d floats a vector)\n\n",
               static_cast<long long>(rows), rounds, kLanes);
-  std::printf("| weight gradient g^T b | 2 rows | 4 rows | 8 rows | 16 rows | used |\n|---|---:|---:|---:|---:|---:|\n");
+  // used: the rows of the whole-row blocks the kernel uses; 0 where it uses narrower blocks (below).
+  std::printf("| weight gradient g^T b, whole rows | 2 rows | 4 rows | 8 rows | 16 rows | used |\n|---|---:|---:|---:|---:|---:|\n");
   std::printf("| 32 x 32 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<32, 32, 2>(d, rounds), outer<32, 32, 4>(d, rounds),
-              outer<32, 32, 8>(d, rounds), outer<32, 32, 16>(d, rounds), outer_block_rows(32));
-  std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<32, 64, 2>(d, rounds), outer<32, 64, 4>(d, rounds),
-              outer<32, 64, 8>(d, rounds), outer<32, 64, 16>(d, rounds), outer_block_rows(64));
+              outer<32, 32, 8>(d, rounds), outer<32, 32, 16>(d, rounds), whole_row_blocks(32));
+  std::printf("| 64 x 32 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<64, 32, 2>(d, rounds), outer<64, 32, 4>(d, rounds),
+              outer<64, 32, 8>(d, rounds), outer<64, 32, 16>(d, rounds), whole_row_blocks(32));
   std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<64, 64, 2>(d, rounds), outer<64, 64, 4>(d, rounds),
-              outer<64, 64, 8>(d, rounds), outer<64, 64, 16>(d, rounds), outer_block_rows(64));
+              outer<64, 64, 8>(d, rounds), outer<64, 64, 16>(d, rounds), whole_row_blocks(64));
+  std::printf("| 128 x 64 | %.0f | %.0f | %.0f | %.0f | %d |\n", outer<128, 64, 2>(d, rounds), outer<128, 64, 4>(d, rounds),
+              outer<128, 64, 8>(d, rounds), outer<128, 64, 16>(d, rounds), whole_row_blocks(64));
   if constexpr (kLanes == 8) {  // AVX2's 16 registers: blocks narrower than a row of 64 outputs
     std::printf("\n| g^T b, register blocks of rows x vectors | 1 x 8 | 2 x 4 | 4 x 2 | 5 x 2 | 6 x 2 | 8 x 1 | 3 x 4 | 7 x 2 | used |\n"
                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    outer_tile_row<32>(d, rounds);
     outer_tile_row<64>(d, rounds);
+    outer_tile_row<128>(d, rounds);
   }
   std::printf("\n| as sage_rows.cpp calls them | H = 32 | H = 64 |\n|---|---:|---:|\n");
   std::printf("| forward, x's gradient | %.0f | %.0f |\n", forward_as_called<32>(d, rounds), forward_as_called<64>(d, rounds));
   std::printf("\n| g^T b in 32-column blocks | 2 rows | 4 rows | 8 rows | 16 rows |\n|---|---:|---:|---:|---:|\n");
-  std::printf("| 32 x 64 | %.0f | %.0f | %.0f | %.0f |\n", outer_split<32, 64, 32, 2>(d, rounds),
-              outer_split<32, 64, 32, 4>(d, rounds), outer_split<32, 64, 32, 8>(d, rounds),
-              outer_split<32, 64, 32, 16>(d, rounds));
+  std::printf("| 128 x 64 | %.0f | %.0f | %.0f | %.0f |\n", outer_split<128, 64, 32, 2>(d, rounds),
+              outer_split<128, 64, 32, 4>(d, rounds), outer_split<128, 64, 32, 8>(d, rounds),
+              outer_split<128, 64, 32, 16>(d, rounds));
   std::printf("| 64 x 64 | %.0f | %.0f | %.0f | %.0f |\n", outer_split<64, 64, 32, 2>(d, rounds),
               outer_split<64, 64, 32, 4>(d, rounds), outer_split<64, 64, 32, 8>(d, rounds),
               outer_split<64, 64, 32, 16>(d, rounds));

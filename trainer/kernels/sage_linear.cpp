@@ -41,16 +41,17 @@ const VectorPath* small_kernels(const Tensor& x) {
   return path && x.scalar_type() == torch::kFloat && (x.size(-1) == 32 || x.size(-1) == 64) ? path : nullptr;
 }
 
-// The vector path's backward over a fixed split of the rows (at most kParamGradChunks
+// The vector path's backward over a fixed split of the rows (at most kSageBackwardParts
 // parts; each part's 3H x H partial of the weight's gradient is written and read once more),
-// the partials added in order: the result does not depend on the number of threads. Returns
-// x's gradient and the weight's and bias's.
+// the partials added in order: the result does not depend on the number of threads, and at
+// most kSageBackwardParts threads work on it. Returns x's gradient and the weight's and
+// bias's.
 std::tuple<Tensor, Tensor, Tensor> vector_backward(const VectorPath& path, const Tensor& g, const Tensor& x,
                                                    const Tensor& weight, const CsrGraph& graph) {
   const int64_t N = g.size(1), H = g.size(2), rows = g.numel() / H;
   // The weight's three H x H blocks stacked (3H x H): x's gradient is [g, grad means] @ ws.
   const auto ws = weight.reshape({H, 3, H}).transpose(0, 1).reshape({3 * H, H}).contiguous();
-  const int64_t per = std::max(kGrain, (rows + kParamGradChunks - 1) / kParamGradChunks);
+  const int64_t per = std::max(kGrain, (rows + kSageBackwardParts - 1) / kSageBackwardParts);
   const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
   auto grad_x = torch::empty_like(x);
   auto gws = torch::empty({chunks, 3 * H, H}, g.options());

@@ -185,10 +185,10 @@ Fn plain_sage(const GraphEdges& edges) {
 TEST_F(FusedOps, SageLinearMatchesLinearOfConcatenatedMeans) {
   std::mt19937_64 rng(1);
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
-    // Trial 5 has more rows (305) than 8 parameter-gradient parts of 32: parts of 39 rows,
-    // the last one shorter. Trials 6 and 7 are trials 4 and 5 at H = 64. Trials 8 and 9
-    // (H = 32, 64) have 1085 rows: parts of 136, each two blocks of the weight gradient's 64
-    // rows and a shorter one (small_matmul.h).
+    // Trial 5 has more rows (366) than 8 backward parts of 32: parts of 46 rows, the last
+    // one shorter. Trials 6 and 7 are trials 0 and 1 at H = 64. Trials 8 and 9 (H = 32, 64)
+    // have 1085 rows: parts of 136, each 4 blocks of 32 rows (sage_rows.cpp) and a shorter
+    // one.
     for (int trial = 0; trial < 10; ++trial) {
       const bool many = trial >= 8;
       const int64_t n = many ? 217 : trial % 6 == 5 ? 61 : 20 + 7 * (trial % 6),
@@ -202,6 +202,25 @@ TEST_F(FusedOps, SageLinearMatchesLinearOfConcatenatedMeans) {
                    torch::randn({H}, opts)},
                   1e-5, 1e-5);
     }
+  }
+}
+
+// The backward's parts are a fixed split of the rows: the same bits with 1 and 3 threads
+// (3 threads share 8 parts unevenly).
+TEST_F(FusedOps, SageLinearDoesNotDependOnTheThreadCount) {
+  std::mt19937_64 rng(3);
+  const int64_t n = 217, S = 5;
+  const auto edges = random_edges(rng, n, 3 * n);
+  const auto adj = Adjacency::build(edges, n);
+  for (const int64_t H : {32, 64}) {
+    const std::vector<torch::Tensor> in{torch::randn({S, n, H}), torch::randn({H, 3 * H}) / std::sqrt(3.0 * H),
+                                        torch::randn({H})};
+    const auto w = torch::randn({S, n, H});
+    torch::set_num_threads(3);
+    const auto three = value_and_grads(fused_sage(adj), in, w);
+    torch::set_num_threads(1);
+    const auto one = value_and_grads(fused_sage(adj), in, w);
+    for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], three[i])) << "H " << H << ", output " << i;
   }
 }
 

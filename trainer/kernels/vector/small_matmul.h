@@ -10,8 +10,8 @@
 namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 
 // ------------------------------------------------------------- rows times a small matrix
-// The SAGE layer's matmuls have K and M of H to 3H (32 to 96): too small for a BLAS's
-// packing to pay off. These kernels keep a block of outputs in vector registers and
+// The SAGE layer's matmuls have K of H or 2H and M of H (32 to 128): too small for a
+// BLAS's packing to pay off. These kernels keep a block of outputs in vector registers and
 // stream the rows.
 // Rows per register block of small_matmul_rows: as many as the accumulators allow, and
 // with AVX-512 6 for outputs of up to 64 columns: at 64 -> 64 and 128 -> 64, 6 rows ran
