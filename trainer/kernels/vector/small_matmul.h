@@ -77,39 +77,23 @@ constexpr int outer_block_rows(int kM) {
 
 // Vectors per register block of small_outer_rows: a whole row of outputs, but 2 with AVX2 at
 // 64 columns. A row of 8 accumulators loads 8 vectors of b and broadcasts 1 of g per 8
-// FMAs; 6 rows x 2 vectors (12 accumulators) load 2 and broadcast 6 per 12. Those narrow
-// blocks read b from panels (pack_panels): rows of b 256 or 512 bytes apart put a block's
-// rows of b and g in a few sets of L1, where they evicted each other. With the panels the
-// AVX2 layout default trained 11% more configs/s (3 alternating pairs, E45).
+// FMAs; 6 rows x 2 vectors (12 accumulators) load 2 and broadcast 6 per 12 (E45).
 constexpr int outer_block_vectors(int kM) {
   if (kLanes == 8 && kM == 64) return 2;
   return kM / kLanes;
 }
 
-// Copies b's rows [r0, r0 + n) (n <= kOuterBlockRows), kM columns, into panels of kVB
-// vectors: panel p holds the rows' columns [p kVB kLanes, (p + 1) kVB kLanes), n rows of
-// kVB vectors, one after the other.
-template <int kM, int kVB>
-[[gnu::always_inline]] inline void pack_panels(const float* __restrict b, int64_t ldb, int64_t r0, int64_t n,
-                                               float* __restrict panels) {
-  constexpr int kV = kM / kLanes;
-  for (int64_t r = 0; r < n; ++r)
-#pragma GCC unroll 16
-    for (int v = 0; v < kV; ++v)
-      store_vec(panels + ((v / kVB) * n * kVB + r * kVB + v % kVB) * kLanes, load_vec(b + (r0 + r) * ldb + kLanes * v));
-}
-
 // out rows 0 .. kJB, vectors 0 .. kVB (row stride ldo) += sum over the n rows of g (row
-// stride ldg) and of a panel p (n rows of kVB vectors) of g[r, :kJB]^T p[r].
+// stride ldg) and of b (row stride ldb) of g[r, :kJB]^T b[r, :kVB vectors].
 template <int kJB, int kVB>
 [[gnu::always_inline]] inline void outer_register_block(const float* __restrict g, int64_t ldg,
-                                                        const float* __restrict p, int64_t n,
+                                                        const float* __restrict b, int64_t ldb, int64_t n,
                                                         float* __restrict out, int64_t ldo) {
   FloatVec acc[kJB][kVB] = {};
   for (int64_t r = 0; r < n; ++r) {
     FloatVec pv[kVB];
 #pragma GCC unroll 16
-    for (int v = 0; v < kVB; ++v) pv[v] = load_vec(p + (r * kVB + v) * kLanes);
+    for (int v = 0; v < kVB; ++v) pv[v] = load_vec(b + r * ldb + kLanes * v);
 #pragma GCC unroll 16
     for (int j = 0; j < kJB; ++j) {
       const FloatVec gj = broadcast(g[r * ldg + j]);
@@ -127,8 +111,8 @@ template <int kJB, int kVB>
 }
 
 // One block of rows [r0, r1) of small_outer_rows. Whole rows of outputs (kVB = kM / kLanes)
-// read b in place; narrower blocks read it from panels, kJB output rows at a time (the last
-// block smaller where kJB does not divide kJ). Either way each output element sums the
+// and narrower blocks (kJB output rows at a time, the last block smaller where kJB does not
+// divide kJ) read b in place. Either way each output element sums the
 // block's rows in order.
 template <int kJ, int kM, int kJB, int kVB>
 void small_outer_block(const float* __restrict g, int64_t ldg, const float* __restrict b,
@@ -156,17 +140,15 @@ void small_outer_block(const float* __restrict g, int64_t ldg, const float* __re
         }
     }
   } else {
-    static_assert(kV % kVB == 0, "panels must tile the row");
+    static_assert(kV % kVB == 0, "register blocks must tile the row");
     const int64_t n = r1 - r0;
-    alignas(64) float panels[kOuterBlockRows * kM];
-    pack_panels<kM, kVB>(b, ldb, r0, n, panels);
-    const float* gb = g + r0 * ldg;
+    const float *gb = g + r0 * ldg, *bb = b + r0 * ldb;
     for (int c = 0; c < kV; c += kVB) {
-      const float* p = panels + c * n * kLanes;
       int j = 0;
-      for (; j + kJB <= kJ; j += kJB) outer_register_block<kJB, kVB>(gb + j, ldg, p, n, out + j * ldo + c * kLanes, ldo);
+      for (; j + kJB <= kJ; j += kJB)
+        outer_register_block<kJB, kVB>(gb + j, ldg, bb + c * kLanes, ldb, n, out + j * ldo + c * kLanes, ldo);
       if constexpr (kJ % kJB > 0)
-        outer_register_block<kJ % kJB, kVB>(gb + j, ldg, p, n, out + j * ldo + c * kLanes, ldo);
+        outer_register_block<kJ % kJB, kVB>(gb + j, ldg, bb + c * kLanes, ldb, n, out + j * ldo + c * kLanes, ldo);
     }
   }
 }
