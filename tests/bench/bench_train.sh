@@ -399,11 +399,13 @@ PY
 # collect PART EPOCHS: the runs of this invocation into $RES/PART.json.
 collect() {
   $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$2" "$ROUNDS" "$QUALITY_SETTINGS" "$TP_CHECK_EPOCHS" \
-    "$TP_CHECK_STEPS" <<'PY'
+    "$TP_CHECK_STEPS" "$HERE" <<'PY'
 import json, sys
-runs_path, out, when, epochs, rounds, settings, check_epochs, check_steps = sys.argv[1:]
+sys.path.insert(0, sys.argv[9])
+from results_md import machine
+runs_path, out, when, epochs, rounds, settings, check_epochs, check_steps = sys.argv[1:9]
 runs = [json.loads(l) for l in open(runs_path)]
-json.dump(dict(when=when, epochs=int(epochs), rounds=int(rounds), settings=settings, runs=runs,
+json.dump(dict(when=when, machine=machine(), epochs=int(epochs), rounds=int(rounds), settings=settings, runs=runs,
                check_epochs=int(check_epochs), check_steps=int(check_steps)),
           open(out, "w"), indent=1)
 PY
@@ -601,6 +603,12 @@ from results_md import machine, replace_section
 import json, os, re, statistics, sys
 res, results, small, bench_gen = sys.argv[1:]
 
+
+def on_machine(part):
+    """' on <CPU>' for a part that recorded the machine it ran on (parts run before
+    2026-12-07 did not: the section's Machine line is then the only record)."""
+    return f" on {part['machine']}" if part.get("machine") else ""
+
 def load(name):
     p = os.path.join(res, name + ".json")
     return json.load(open(p)) if os.path.exists(p) else None
@@ -795,7 +803,7 @@ if tp:
               "allocator settings (glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_, and "
               "glibc.malloc.hugetlb=1: transparent huge pages, as tpuperf's tensor pool uses). What each "
               "is worth is in the ablation table below.", "",
-              f"Run {tp['when']}. Processed dir: the small tree with `preprocess.folds=1` (one model "
+              f"Run {tp['when']}{on_machine(tp)}. Processed dir: the small tree with `preprocess.folds=1` (one model "
               f"per collection, trained on all train graphs). Both sides: {tp['epochs']} epochs, the "
               f"settings of the quality part ({compact(tp['settings'])}), 1 thread "
               "(`train.threads_per_rank=1` / `torch.set_num_threads(1)`, OMP/OpenBLAS threads 1). "
@@ -970,7 +978,7 @@ if paths:
     isas = list(dict.fromkeys(r["tag"].split("-")[1] for r in runs))
     colls = list(dict.fromkeys(r["collection"] for r in runs))
     lines += ["### Throughput by vector path (tpuperf-train vs the reference, 1 core each)", "",
-              f"Run {paths['when']}. The rounds of the throughput table, once per vector path of the fused "
+              f"Run {paths['when']}{on_machine(paths)}. The rounds of the throughput table, once per vector path of the fused "
               "kernels (trainer/kernels/vector_path.h): tpuperf-train with `TPUPERF_VECTOR_ISA` forced, "
               "the path it reports in its start-up line in the column 'path'. The avx2 rows emulate an "
               "AVX2 machine on this one: tpuperf-train from a build with the flags in the column 'build' "

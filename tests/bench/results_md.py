@@ -34,14 +34,23 @@ def subsection(results, title):
 
 
 def machine():
-    """'2 cores (nproc), AMD EPYC, 23.5 GiB memory'."""
-    model = "?"
+    """'2 cores (nproc), AMD EPYC (family 26, model 2; AVX-512, AVX2), 23.5 GiB memory': the
+    family and model tell CPU generations apart that share a model name (a VM's "AMD EPYC"
+    was a Zen 4 one day and a Zen 5 another, whose AVX-512 units are twice as wide), and
+    the vector extensions say which of the kernels' paths the CPU can run."""
+    info = {}
     for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "cpu family", "model", "flags") and key not in info:
+            info[key] = value.strip()
+        if not line.strip() and info:
             break
+    flags = set(info.get("flags", "").split())
+    isa = ", ".join(name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2")) if flag in flags) or "no AVX2"
+    cpu = f"{info.get('model name', '?')} (family {info.get('cpu family', '?')}, model {info.get('model', '?')}; {isa})"
     mem_gib = int(open("/proc/meminfo").readline().split()[1]) / 1024 / 1024
-    return f"{os.cpu_count()} cores (nproc), {model}, {mem_gib:.1f} GiB memory"
+    return f"{os.cpu_count()} cores (nproc), {cpu}, {mem_gib:.1f} GiB memory"
 
 
 def schema_default(help_config, key):
