@@ -184,6 +184,14 @@ std::vector<ConfigKey>& schema_table() {
       {"output.tile_keep_default", T::Bool, "true",
        "tile predictions keep config 0 (the compiler default) among the top 5: the metric takes "
        "the best of the 5, so no graph scores below its default"},
+      {"output.tile_first_pick", T::String, "auto",
+       "tile: what a graph's ranking puts first (what an autotuner measuring one config runs): "
+       "'model', its best-scored config; 'default', config 0 (the compiler default), then the model's "
+       "order; 'auto', config 0 when on the valid graphs the ensemble's first pick is slower on average "
+       "than config 0 (top-1 slowdown), else the model's (the demo's under-trained tile model: 1.58 "
+       "against 1.22; at the defaults on the bench tree 1.04-1.06 against 1.30, E47). The top 5's set "
+       "is the same either way when output.tile_keep_default is on",
+       -1e300, 1e300, {"auto", "model", "default"}},
   };
   return schema;
 }

@@ -146,6 +146,19 @@ void slowdown_table(std::ostringstream& md, const ReportInput& in, const std::ve
   md << "\n";
 }
 
+// What the run's rankings of tile graphs put first (output.tile_first_pick), and why.
+void first_pick_lines(std::ostringstream& md, const ReportInput& in) {
+  bool any = false;
+  for (const auto& c : in.collections) {
+    if (c.first_pick.empty()) continue;
+    if (!any) md << "First pick (what an autotuner that measures one config runs; the submission and tpuperf-rank "
+                    "use it):\n\n";
+    any = true;
+    md << "- " << c.first_pick << "\n";
+  }
+  if (any) md << "\n";
+}
+
 bool has_rows(const std::vector<MetricsRow>& rows, const std::string& collection) {
   return std::any_of(rows.begin(), rows.end(),
                      [&](const MetricsRow& r) { return r.collection == collection; });
@@ -167,6 +180,7 @@ std::string report_markdown(const ReportInput& in) {
   const std::vector<std::string> ids = report_collections(in);
   summary_table(md, in, ids);
   slowdown_table(md, in, ids);
+  first_pick_lines(md, in);
   for (const auto& id : ids) {
     md << "## " << id << "\n\n";
     if (has_rows(in.metrics, id))

@@ -29,6 +29,11 @@ struct CollectionReport {
   using Slowdowns = std::array<double, 3>;
   Slowdowns valid_slowdown{kNone, kNone, kNone}, valid_random_slowdown{kNone, kNone, kNone};
   Slowdowns kept_oof_slowdown{kNone, kNone, kNone};
+  // Tile: config 0 alone first on the valid graphs (its top-1 slowdown; top-5 and top-10
+  // with the random rest do not apply), and what the run's rankings put first
+  // (describe_first_pick; empty for layout).
+  double valid_default_top1 = kNone;
+  std::string first_pick;
   // Tile: the top-5 slowdown of the model's own 5 best (config 0 not put in by
   // output.tile_keep_default; the top-1 is its own either way), kept oof and valid ensemble.
   double kept_oof_own5 = kNone, valid_own5 = kNone;

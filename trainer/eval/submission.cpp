@@ -54,7 +54,7 @@ std::vector<int64_t> parse_configs(const std::string& field, const std::string& 
 
 }  // namespace
 
-std::vector<int64_t> ranked_configs(const GraphScores& g, bool keep_default) {
+std::vector<int64_t> ranked_configs(const GraphScores& g, TileDefault rule) {
   if (g.config_index.size() != g.score.size())
     throw Error(std::to_string(g.config_index.size()) + " config indices but " +
                     std::to_string(g.score.size()) + " scores",
@@ -71,7 +71,11 @@ std::vector<int64_t> ranked_configs(const GraphScores& g, bool keep_default) {
   for (size_t i = 0; i < by_index.size(); ++i) sorted_scores[i] = g.score[by_index[i]];
   std::vector<int64_t> order = ranking_from_scores(sorted_scores);
   const bool has_default = g.config_index[by_index[0]] == 0;
-  if (coll.kind == Kind::Tile && keep_default && has_default) {
+  if (coll.kind == Kind::Tile && has_default && rule.first) {
+    // Config 0 (position 0 of sorted_scores) first, the rest in score order.
+    order.erase(std::find(order.begin(), order.end(), int64_t{0}));
+    order.insert(order.begin(), int64_t{0});
+  } else if (coll.kind == Kind::Tile && rule.keep && has_default) {
     // The top kTileTopConfigs as tile_top_k keeps them (config 0 among them), then the rest
     // in score order.
     std::vector<int64_t> head = tile_top_k(sorted_scores, kTileTopConfigs, 0);
@@ -87,19 +91,19 @@ std::vector<int64_t> ranked_configs(const GraphScores& g, bool keep_default) {
   return ranked;
 }
 
-std::vector<int64_t> top_configs(const GraphScores& g, bool keep_default) {
-  std::vector<int64_t> ranked = ranked_configs(g, keep_default);
+std::vector<int64_t> top_configs(const GraphScores& g, TileDefault rule) {
+  std::vector<int64_t> ranked = ranked_configs(g, rule);
   if (Collection::parse(g.collection).kind == Kind::Tile && ranked.size() > static_cast<size_t>(kTileTopConfigs))
     ranked.resize(kTileTopConfigs);
   return ranked;
 }
 
-Submission make_submission(const std::vector<GraphScores>& scores, bool keep_default) {
+Submission make_submission(const std::vector<GraphScores>& scores, TileDefault rule) {
   Submission sub;
   for (const auto& g : scores) {
     if (g.split != "test") continue;
     const std::string id = Collection::parse(g.collection).submission_id(g.name);
-    if (!sub.emplace(id, top_configs(g, keep_default)).second)
+    if (!sub.emplace(id, top_configs(g, rule)).second)
       throw Error("test graph given twice (ensemble the fold models first)", "", id);
   }
   return sub;
@@ -119,9 +123,8 @@ std::string format_submission(const Submission& submission) {
   return out;
 }
 
-void write_submission(const std::string& path, const std::vector<GraphScores>& scores,
-                      bool keep_default) {
-  const Submission sub = make_submission(scores, keep_default);
+void write_submission(const std::string& path, const std::vector<GraphScores>& scores, TileDefault rule) {
+  const Submission sub = make_submission(scores, rule);
   if (sub.empty()) spdlog::warn("{}: no test graphs to write, only the header", path);
   write_file_atomic(path, format_submission(sub));
   spdlog::info("wrote {} rows to {}", sub.size(), path);

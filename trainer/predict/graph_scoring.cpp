@@ -87,9 +87,9 @@ GraphScores score_every_config(RankingModel& model, const ConfigSource& source, 
 }
 
 std::vector<int64_t> ensemble_ranking(const std::vector<GraphScores>& members, EnsembleMethod method,
-                                      bool keep_default, GraphScores* ensembled, double tile_spread) {
+                                      TileDefault rule, GraphScores* ensembled, double tile_spread) {
   GraphScores e = ensemble_graph(members, method, tile_spread);
-  std::vector<int64_t> order = ranked_configs(e, keep_default);
+  std::vector<int64_t> order = ranked_configs(e, rule);
   if (ensembled) *ensembled = std::move(e);
   return order;
 }

@@ -16,6 +16,7 @@
 #include "common/graph/collection.h"
 #include "trainer/eval/ensemble.h"
 #include "trainer/eval/predictions.h"
+#include "trainer/eval/submission.h"
 #include "trainer/models/graph_slate.h"
 #include "trainer/models/registry.h"
 
@@ -42,11 +43,11 @@ std::vector<int64_t> first_duplicates(const ConfigSource& source, int64_t read_c
 GraphScores score_every_config(RankingModel& model, const ConfigSource& source, int64_t chunk);
 
 // The fold models' scores of one graph as one ranking: ensemble_graph over the members
-// (same configs), then its configs best first (ranked_configs: tile keeps config 0 among
-// the top 5 when keep_default; tile_spread as ensemble_graph's). `ensembled` receives the
-// ensemble's scores when given.
+// (same configs), then its configs best first (ranked_configs, config 0 of a tile graph
+// placed by `rule`; tile_spread as ensemble_graph's). `ensembled` receives the ensemble's
+// scores when given.
 std::vector<int64_t> ensemble_ranking(const std::vector<GraphScores>& members, EnsembleMethod method,
-                                      bool keep_default, GraphScores* ensembled = nullptr,
+                                      TileDefault rule, GraphScores* ensembled = nullptr,
                                       double tile_spread = 0);
 
 }  // namespace tpuperf

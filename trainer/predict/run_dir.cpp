@@ -27,6 +27,14 @@ ModelSpec RunDir::configured_model(const std::string& collection) const {
   return configured_model_spec(config.for_collection(collection), Collection::parse(collection).kind);
 }
 
+TileDefault RunDir::tile_default(const std::string& collection) const {
+  TileDefault rule{tile_keep_default, false};
+  const auto it = first_picks.find(collection);
+  rule.first = it != first_picks.end() ? it->second.default_first
+                                       : config.get_string("output.tile_first_pick") == "default";
+  return rule;
+}
+
 std::vector<std::string> RunDir::fold_checkpoints(const std::string& collection) const {
   std::vector<std::string> out;
   while (fs::exists(fold_checkpoint(dir, collection, static_cast<int>(out.size()))))
@@ -66,6 +74,7 @@ RunDir open_run_dir(const std::string& dir) {
   r.ensemble = parse_ensemble_method(r.config.get_string("output.ensemble"));
   r.tile_keep_default = r.config.get_bool("output.tile_keep_default");
   r.tile_ensemble_spread = r.config.get_float("output.tile_ensemble_spread");
+  r.first_picks = read_first_picks(dir);
   return r;
 }
 

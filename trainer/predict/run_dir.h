@@ -3,11 +3,13 @@
 // keep-default rule, each collection's scoring chunks and configured model for checkpoints
 // that record none, as its collections: section sets them), the preprocessing settings its
 // graphs were prepared with (preprocess_settings.yaml, written by tpuperf-train: how each
-// collection was pruned) and every fold's best checkpoint per collection. Files of older
+// collection was pruned), what each tile collection's rankings put first (first_pick.json,
+// trainer/eval/first_pick.h) and every fold's best checkpoint per collection. Files of older
 // versions load: their keys that the collections: section replaced are read as entries of
 // it (Config::from_text).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "common/config/config.h"
 #include "common/graph/prune_rules.h"
 #include "trainer/eval/ensemble.h"
+#include "trainer/eval/first_pick.h"
+#include "trainer/eval/submission.h"
 #include "trainer/models/model_spec.h"
 
 namespace tpuperf {
@@ -29,6 +33,13 @@ struct RunDir {
   EnsembleMethod ensemble = EnsembleMethod::MeanZ;
   bool tile_keep_default = true;
   double tile_ensemble_spread = 0;  // output.tile_ensemble_spread
+  // The run's first-pick decisions (first_pick.json); without the file (a run of an older
+  // version or one that did not finish) output.tile_first_pick: default still puts config
+  // 0 first, auto and model keep the model's first pick.
+  std::map<std::string, FirstPick> first_picks;
+
+  // Where the run's rankings of the collection's graphs put config 0 (tile only).
+  TileDefault tile_default(const std::string& collection) const;
 
   // Configs a collection's models score in one forward pass.
   int64_t chunk(const std::string& collection) const;

@@ -60,6 +60,11 @@ struct Ranker::Impl {
   // The ensemble's scores of every config (the blend's when adapted so) and, when spread is
   // given, the fold models' disagreement in standardized units.
   std::vector<double> predicted(const MemberScores& m, const ConfigRows& rows, std::vector<double>* spread) const;
+  // Where this ranker's rankings put config 0 of a tile graph: the run's rule
+  // (first_pick.json) unless measurements of the graph now order it (a blend that uses its
+  // fit, or fine-tuned models); a blend that kept the run alone ranks as the run does, so
+  // a measurement that does not help changes nothing.
+  TileDefault tile_rule() const;
   Ranking rank_prepared(ProcessedGraph& graph, const ConfigRows& rows) const;
   Ranking rank_graph(const TileGraph& g) const;
   Ranking rank_graph(const LayoutGraph& g) const;
@@ -158,6 +163,11 @@ std::vector<double> Ranker::Impl::predicted(const MemberScores& m, const ConfigR
   return standardized_ensemble(fit_standardizer(scores), scores, spread);
 }
 
+TileDefault Ranker::Impl::tile_rule() const {
+  const bool measured_order = adaptation && !(blend && blend->weight_fit == 0);
+  return measured_order ? TileDefault{run.tile_keep_default, false} : run.tile_default(id);
+}
+
 Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph, const ConfigRows& rows) const {
   const MemberScores m = score_members(graph);
   Ranking r;
@@ -169,9 +179,9 @@ Ranking Ranker::Impl::rank_prepared(ProcessedGraph& graph, const ConfigRows& row
     ensembled = m.members.front();
     ensembled.model = -1;
     ensembled.score = predicted(m, rows, nullptr);
-    r.order = ranked_configs(ensembled, run.tile_keep_default);
+    r.order = ranked_configs(ensembled, tile_rule());
   } else {
-    r.order = ensemble_ranking(m.members, run.ensemble, run.tile_keep_default, &ensembled, run.tile_ensemble_spread);
+    r.order = ensemble_ranking(m.members, run.ensemble, tile_rule(), &ensembled, run.tile_ensemble_spread);
   }
   r.score = std::move(ensembled.score);
   r.unique_configs = m.unique;

@@ -19,6 +19,7 @@
 #include "trainer/train/compute_threads.h"
 #include "trainer/train/distributed.h"
 #include "trainer/eval/ensemble.h"
+#include "trainer/eval/first_pick.h"
 #include "trainer/train/run_identity.h"
 #include "trainer/eval/report.h"
 #include "trainer/eval/scoring.h"
@@ -105,6 +106,7 @@ CollectionReport collection_report(const TrainSettings& s, const std::string& c,
     r.valid_own5 = ensembled.own_slowdown_5();
     for (int f = 0; f < k; ++f) r.valid_per_fold.push_back(metric_of(valid, pick(all, f), s.tile_keep_default).mean());
     double rnd = 0, dflt = 0;
+    std::vector<double> dflt_top1;
     std::array<std::vector<double>, 3> rnd_slowdown;
     Collection coll = Collection::parse(c);
     for (int64_t i = 0; i < valid.size(); ++i) {
@@ -113,8 +115,12 @@ CollectionReport collection_report(const TrainSettings& s, const std::string& c,
       const RandomOrders random = random_orders(t, s.seed);
       rnd += random.score;
       for (size_t j = 0; j < rnd_slowdown.size(); ++j) rnd_slowdown[j].push_back(random.slowdown[j]);
-      if (coll.kind == Kind::Tile) dflt += default_first_baseline(t);
+      if (coll.kind == Kind::Tile) {
+        dflt += default_first_baseline(t);
+        dflt_top1.push_back(default_first_slowdowns(t)[0]);
+      }
     }
+    r.valid_default_top1 = mean_finite(dflt_top1);
     r.valid_random = rnd / valid.size();
     for (size_t j = 0; j < rnd_slowdown.size(); ++j) r.valid_random_slowdown[j] = mean_finite(rnd_slowdown[j]);
     r.valid_default_first = coll.kind == Kind::Tile ? dflt / valid.size() : std::nan("");
@@ -164,9 +170,22 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
   if (expected != got)
     throw Error("predictions cover " + std::to_string(got.size()) + " of " + std::to_string(expected.size()) +
                 " test graphs");
-  std::string submission = s.output_dir + "/submission.csv";
-  write_submission(submission, test, s.tile_keep_default);
   std::vector<MetricsRow> metrics = merge_metrics(s);
+  std::vector<CollectionReport> reports;
+  for (const auto& c : collections) reports.push_back(collection_report(s, c, *sets.at(c).valid, all, ens, k, metrics));
+  // The first pick is decided before the submission is written, from the valid graphs only.
+  TileDefault tile_rule{s.tile_keep_default, false};
+  std::map<std::string, FirstPick> picks;
+  for (auto& r : reports) {
+    if (Collection::parse(r.collection).kind != Kind::Tile) continue;
+    const FirstPick p = choose_first_pick(s.tile_first_pick, r.valid_graphs, r.valid_slowdown[0], r.valid_default_top1);
+    picks[r.collection] = p;
+    r.first_pick = describe_first_pick(r.collection, p);
+    tile_rule.first = p.default_first;  // one tile collection (tile:xla)
+  }
+  write_first_picks(s.output_dir, picks);
+  std::string submission = s.output_dir + "/submission.csv";
+  write_submission(submission, test, tile_rule);
   ReportInput in;
   in.ensemble = s.ensemble;
   in.folds = k;
@@ -177,9 +196,9 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
   if (s.tile_keep_default)
     in.notes.push_back("tile predictions keep config 0 (the compiler default) among the top 5 "
                        "(output.tile_keep_default); every tile score here is of such predictions");
-  for (const auto& c : collections) {
-    in.collections.push_back(collection_report(s, c, *sets.at(c).valid, all, ens, k, metrics));
-    const auto& r = in.collections.back();
+  for (const auto& r : reports) {
+    const std::string& c = r.collection;
+    in.collections.push_back(r);
     spdlog::info("{}: valid score ensemble {:.4f} (random {:.4f}{}), cv {:.4f}", c, r.valid_ensemble, r.valid_random,
                  std::isfinite(r.valid_default_first) ? fmt::format(", default-first {:.4f}", r.valid_default_first)
                                                       : "",
@@ -187,6 +206,7 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
     // Its own line: the benches parse the one above up to its end.
     spdlog::info("{}: top-1 slowdown (the model's first pick) valid ensemble {:.3f}, cv {:.3f}", c,
                  r.valid_slowdown[0], r.kept_oof_slowdown[0]);
+    if (!r.first_pick.empty()) spdlog::info("{}", r.first_pick);
   }
   std::string report = write_report(s.output_dir, in);
   spdlog::info("wrote {}, {}, {}/metrics.csv", submission, report, s.output_dir);

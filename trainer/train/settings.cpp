@@ -43,6 +43,7 @@ TrainSettings::TrainSettings(const Config& cfg, OneCollection) try
       ensemble(cfg.get_string("output.ensemble")),
       tile_keep_default(cfg.get_bool("output.tile_keep_default")),
       tile_ensemble_spread(cfg.get_float("output.tile_ensemble_spread")),
+      tile_first_pick(cfg.get_string("output.tile_first_pick")),
       collection_id(cfg.collection()),
       ema_decay_key(cfg.key_path("train.ema_decay")) {
   tile_loss = configured_loss(cfg, "train.tile_loss");

@@ -50,6 +50,7 @@ struct TrainSettings {
   std::string ensemble;
   bool tile_keep_default{};  // output.tile_keep_default, see tile_top_k
   double tile_ensemble_spread{};  // output.tile_ensemble_spread, see ensemble_graph
+  std::string tile_first_pick;    // output.tile_first_pick, see choose_first_pick
 
   // Throws Error naming the key of an invalid setting (unknown loss or model, heads that
   // do not divide the width, unset directories), in a collection's section too

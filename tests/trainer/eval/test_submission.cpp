@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -60,21 +61,48 @@ TEST(Submission, TopConfigs) {
 
 TEST(Submission, TileKeepsTheDefault) {
   // Config 0 (score 0.5) is 5th already: nothing changes.
-  EXPECT_EQ(top_configs(tile7(), true), (std::vector<int64_t>{1, 3, 5, 2, 0}));
+  EXPECT_EQ(top_configs(tile7(), TileDefault{true}), (std::vector<int64_t>{1, 3, 5, 2, 0}));
   // Config 0 scored worst: it replaces the 5th (config 2).
   GraphScores g = tile7();
   g.score[0] = 9.0;
-  EXPECT_EQ(top_configs(g, false), (std::vector<int64_t>{1, 3, 5, 2, 6}));
-  EXPECT_EQ(top_configs(g, true), (std::vector<int64_t>{1, 3, 5, 2, 0}));
+  EXPECT_EQ(top_configs(g, TileDefault{false}), (std::vector<int64_t>{1, 3, 5, 2, 6}));
+  EXPECT_EQ(top_configs(g, TileDefault{true}), (std::vector<int64_t>{1, 3, 5, 2, 0}));
   // Listed out of order: config 0 is found by index, not by position.
-  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {5, 4, 3, 2, 1, 0}, {1, 2, 3, 4, 5, 6}), true),
+  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {5, 4, 3, 2, 1, 0}, {1, 2, 3, 4, 5, 6}), TileDefault{true}),
             (std::vector<int64_t>{5, 4, 3, 2, 0}));
   // Config 0 not scored (an evaluation subset): the plain top 5.
-  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1}), true),
+  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {1, 2, 3, 4, 5, 6}, {6, 5, 4, 3, 2, 1}), TileDefault{true}),
             (std::vector<int64_t>{6, 5, 4, 3, 2}));
   // Layout rows are full permutations either way.
-  EXPECT_EQ(top_configs(layout4(), true), (std::vector<int64_t>{3, 1, 2, 0}));
-  EXPECT_EQ(format_submission(make_submission({g}, true)), "ID,TopConfigs\ntile:xla:3ba8,1;3;5;2;0\n");
+  EXPECT_EQ(top_configs(layout4(), TileDefault{true}), (std::vector<int64_t>{3, 1, 2, 0}));
+  EXPECT_EQ(format_submission(make_submission({g}, TileDefault{true})), "ID,TopConfigs\ntile:xla:3ba8,1;3;5;2;0\n");
+}
+
+TEST(Submission, TileDefaultFirst) {
+  // Config 0 (score 0.5, 5th by score) first, the rest in score order.
+  const TileDefault first{true, true};
+  EXPECT_EQ(top_configs(tile7(), first), (std::vector<int64_t>{0, 1, 3, 5, 2}));
+  EXPECT_EQ(ranked_configs(tile7(), first), (std::vector<int64_t>{0, 1, 3, 5, 2, 6, 4}));
+  // Scored worst: first all the same; the 5 hold the same configs as with keep alone.
+  GraphScores g = tile7();
+  g.score[0] = 9.0;
+  EXPECT_EQ(top_configs(g, first), (std::vector<int64_t>{0, 1, 3, 5, 2}));
+  std::vector<int64_t> kept = top_configs(g, TileDefault{true}), put_first = top_configs(g, first);
+  std::sort(kept.begin(), kept.end());
+  std::sort(put_first.begin(), put_first.end());
+  EXPECT_EQ(kept, put_first);
+  // Without keep, and scored best already: unchanged.
+  EXPECT_EQ(top_configs(g, TileDefault{false, true}), (std::vector<int64_t>{0, 1, 3, 5, 2}));
+  g.score[0] = -1.0;
+  EXPECT_EQ(top_configs(g, first), top_configs(g));
+  // Listed out of order: config 0 found by index.
+  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {5, 4, 3, 2, 1, 0}, {1, 2, 3, 4, 5, 6}), first),
+            (std::vector<int64_t>{0, 5, 4, 3, 2}));
+  // Config 0 not scored: the plain order; layout ignores the rule.
+  EXPECT_EQ(top_configs(graph("tile:xla", "test", "t", {1, 2, 3}, {3, 2, 1}), first), (std::vector<int64_t>{3, 2, 1}));
+  EXPECT_EQ(top_configs(layout4(), first), (std::vector<int64_t>{3, 1, 2, 0}));
+  EXPECT_EQ(format_submission(make_submission({tile7(), layout4()}, first)),
+            "ID,TopConfigs\nlayout:nlp:random:0a1b,3;1;2;0\ntile:xla:3ba8,0;1;3;5;2\n");
 }
 
 TEST(Submission, ExactText) {

@@ -324,6 +324,42 @@ TEST(Ranker, MalformedInputNamesGraphAndKey) {
   EXPECT_THAT(error_of([&] { tile.rank_file(not_npz); }), HasSubstr(not_npz));
 }
 
+// A copy of the trained run whose first_pick.json says what its tile rankings put first.
+std::string run_with_first_pick(const std::string& name, bool default_first) {
+  const std::string dir = TrainedRun::work + "/" + name;
+  fs::remove_all(dir);
+  fs::copy(TrainedRun::run, dir, fs::copy_options::recursive);
+  std::ofstream(dir + "/first_pick.json")
+      << "{\"tile:xla\": {\"setting\": \"auto\", \"default_first\": " << (default_first ? "true" : "false")
+      << ", \"valid_graphs\": 3, \"valid_top1_model\": 1.5, \"valid_top1_default\": 1.2}}\n";
+  return dir;
+}
+
+TEST(Ranker, RunsFirstPickComesFirst) {
+  const TileInput in = tile_input(TrainedRun::tile_file);
+  const std::string model_dir = run_with_first_pick("run_model_first", false);
+  const std::string default_dir = run_with_first_pick("run_default_first", true);
+  const tpuperf::Ranking model = tpuperf::Ranker(model_dir, "tile:xla").rank(in.graph, in.configs);
+  const tpuperf::Ranking first = tpuperf::Ranker(default_dir, "tile:xla").rank(in.graph, in.configs);
+  // Config 0 first, then the model's order without it; the scores are the model's.
+  ASSERT_GT(model.order.size(), 2u);
+  std::vector<int64_t> expected = {0};
+  for (int64_t c : model.order)
+    if (c != 0) expected.push_back(c);
+  EXPECT_EQ(first.order, expected);
+  EXPECT_EQ(first.score, model.score);
+  // The command line reads the same file.
+  const std::string out = TrainedRun::work + "/rank_first.csv";
+  ASSERT_TRUE(run("'" + std::string(TPUPERF_BIN_DIR) + "/tpuperf-rank' --run '" + default_dir + "' --csv '" +
+                      TrainedRun::tile_file + "'",
+                  out, out + ".err"));
+  EXPECT_THAT(read_text(out), HasSubstr("," + std::to_string(expected[0]) + ";" + std::to_string(expected[1]) + ";"));
+  // Layout rankings ignore it.
+  const LayoutInput lin = layout_input(TrainedRun::layout_file);
+  EXPECT_EQ(tpuperf::Ranker(default_dir, "layout:nlp:random").rank(lin.graph, lin.configs).order,
+            tpuperf::Ranker(model_dir, "layout:nlp:random").rank(lin.graph, lin.configs).order);
+}
+
 // ---------------------------------------------------------------- adaptation (issue 48)
 
 namespace {
@@ -452,6 +488,21 @@ TEST(Adapt, AdaptedRankerRanksItsGraphOnly) {
   ids.back() = free_node;
   EXPECT_THAT(error_of([&] { tuned_layout.rank(moved.graph, moved.configs); }),
               HasSubstr("edges or configurable nodes differ"));
+}
+
+TEST(Adapt, MeasurementsTheBlendRejectsKeepTheRunsFirstPick) {
+  const std::string dir = run_with_first_pick("run_default_first_adapt", true);
+  const tpuperf::Ranker ranker(dir, "tile:xla");
+  const TileInput a = tile_input(TrainedRun::tile_file);
+  const tpuperf::Ranking before = ranker.rank(a.graph, a.configs);
+  ASSERT_EQ(before.order.at(0), 0);
+  // Too few measured configs for the ridge to replace the run: the blend is the run alone,
+  // so the ranking, config 0 first, does not change.
+  const std::vector<int64_t> some = {1, 2, 3};
+  const tpuperf::Ranker tuned = ranker.adapted(a.graph, measured(a, some).configs, first_runtimes(3));
+  ASSERT_NE(tuned.adaptation(), nullptr);
+  ASSERT_EQ(tuned.adaptation()->weight_fit, 0.0) << tuned.adaptation()->blend;
+  EXPECT_EQ(tuned.rank(a.graph, a.configs).order, before.order);
 }
 
 TEST(Adapt, SameSeedSameModelsAndTheOriginalUntouched) {

@@ -124,6 +124,42 @@ mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --predict-only --set output
   || { tail -30 "$work/to_pred.log"; exit 1; }
 cmp "$work/run/submission.csv" "$work/run3/submission.csv"
 
+step "first_pick.json: auto's decision on the valid graphs; output.tile_first_pick=default puts config 0 first"
+cp -r "$work/run" "$work/run_default"
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --predict-only --set output.dir="$work/run_default" \
+  --set output.tile_first_pick=default > "$work/default_pred.log" 2>&1 || { tail -30 "$work/default_pred.log"; exit 1; }
+tile_test=$(find "$work/gen/npz/tile/xla/test" -name '*.npz' | sort | head -1)
+"$BIN/tpuperf-rank" --run "$work/run_default" --csv "$tile_test" > "$work/rank_default.csv"
+$PY - "$work" <<'PY'
+import csv, json, re, sys
+work = sys.argv[1]
+auto = json.load(open(f"{work}/run/first_pick.json"))["tile:xla"]
+assert auto["setting"] == "auto", auto
+# The decision follows the evidence it records, which the log states.
+assert auto["default_first"] == (auto["valid_top1_default"] < auto["valid_top1_model"]), auto
+log = open(f"{work}/train.log").read()
+m = re.search(r"tile:xla: top-1 slowdown \(the model's first pick\) valid ensemble (\S+),", log)
+assert m and abs(float(m[1]) - auto["valid_top1_model"]) < 1e-3, (m and m[1], auto)
+assert "tile:xla: first pick " in log and "First pick" in open(f"{work}/run/report.md").read()
+def rows(path):
+    return {r["ID"]: [int(c) for c in r["TopConfigs"].split(";")] for r in csv.DictReader(open(path))}
+before, after = rows(f"{work}/run/submission.csv"), rows(f"{work}/run_default/submission.csv")
+assert before.keys() == after.keys()
+for i in before:
+    if i.startswith("tile:"):
+        # Config 0 first; the 5 are the same configs as with output.tile_keep_default alone.
+        assert after[i][0] == 0 and sorted(after[i]) == sorted(before[i]) or auto["default_first"] and after[i] == before[i], (i, before[i], after[i])
+    else:
+        assert after[i] == before[i], i
+forced = json.load(open(f"{work}/run_default/first_pick.json"))["tile:xla"]
+assert forced["setting"] == "default" and forced["default_first"], forced
+ranked = list(csv.DictReader(open(f"{work}/rank_default.csv")))
+assert ranked and ranked[0]["TopConfigs"].split(";")[0] == "0", ranked
+print(f"auto: {'config 0' if auto['default_first'] else 'the model'} first "
+      f"(valid top-1 {auto['valid_top1_model']:.3f} model, {auto['valid_top1_default']:.3f} config 0); "
+      f"default: config 0 first in {sum(i.startswith('tile:') for i in after)} tile rows and in tpuperf-rank")
+PY
+
 step "--resume refuses other settings or other data"
 expect_refusal() {  # LOG FRAGMENT ARGS...
   local log=$1 fragment=$2; shift 2

@@ -9,8 +9,10 @@
 //
 // It applies exactly what the run applied: each checkpoint's feature transform and model,
 // the pruning hops its data was preprocessed with, the feature re-padding, the fold
-// ensemble (output.ensemble) and, for tile, output.tile_keep_default; identical configs
-// get the same score. Configs are scored in chunks, so memory grows with the graph and the
+// ensemble (output.ensemble) and, for tile, output.tile_keep_default and the run's first
+// pick (output.tile_first_pick: config 0, the compiler default, comes first where the run
+// found the model's first pick slower than it on the valid graphs; not in a ranker adapted
+// by measurements that it uses); identical configs get the same score. Configs are scored in chunks, so memory grows with the graph and the
 // number of configs (8 bytes per layout config and configurable node), not with the
 // model's activations of all configs at once.
 //
