@@ -16,6 +16,8 @@
 #include <map>
 #include <string>
 
+#include "trainer/eval/submission.h"
+
 namespace tpuperf {
 
 constexpr const char* kFirstPickFile = "first_pick.json";
@@ -24,15 +26,26 @@ struct FirstPick {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   std::string setting;         // output.tile_first_pick: auto, model or default
   bool default_first = false;  // the decision: config 0 first
-  int64_t valid_graphs = 0;    // valid graphs with config 0 that the comparison read
+  int64_t valid_graphs = 0;    // the collection's valid graphs (the means skip any without a slowdown)
   double valid_top1_model = kNone, valid_top1_default = kNone;  // mean top-1 slowdowns
+  bool keep_default = true;    // output.tile_keep_default when decided
+
+  // Both means measured: auto had evidence to decide on.
+  bool measured() const;
 };
 
-// The decision for one tile collection. auto without valid graphs (or without measured
-// slowdowns) keeps the model's first pick. Throws Error (key output.tile_first_pick) on
-// another setting.
-FirstPick choose_first_pick(const std::string& setting, int64_t valid_graphs, double valid_top1_model,
-                            double valid_top1_default);
+// The decision for one tile collection. auto keeps the model's first pick without valid
+// graphs (or measured slowdowns) to compare on, and when keep_default
+// (output.tile_keep_default) is off: that says config 0 is not the compiler default here.
+// Throws Error (key output.tile_first_pick) on another setting.
+FirstPick choose_first_pick(const std::string& setting, bool keep_default, int64_t valid_graphs,
+                            double valid_top1_model, double valid_top1_default);
+
+// Where the rankings of a collection's graphs put config 0: among the top 5 with keep
+// (output.tile_keep_default), first where its decision in picks says so; a collection
+// without a decision gets `first` = fallback_first.
+TileDefault tile_default_of(const std::map<std::string, FirstPick>& picks, const std::string& collection, bool keep,
+                            bool fallback_first = false);
 
 // One line for the log and the report: the decision and the evidence it rests on.
 std::string describe_first_pick(const std::string& collection, const FirstPick& pick);

@@ -132,9 +132,10 @@ std::string join3(const CollectionReport::Slowdowns& v) {
 // What an autotuner that measures the k best predicted configs gets, beside a random order.
 void slowdown_table(std::ostringstream& md, const ReportInput& in, const std::vector<std::string>& ids) {
   md << "Top-1 / top-5 / top-10 slowdown (the best runtime among the k best predicted configs over the "
-        "best of all; 1 is best). Tile predictions that keep config 0 among the top 5 "
-        "(output.tile_keep_default) put it in the 5th place: the top-1 is the model's own first pick, "
-        "and *own top-5* is the top-5 slowdown of the model's own 5 best, config 0 not put in:\n\n"
+        "best of all; 1 is best), of the model's own order. Tile predictions that keep config 0 among the "
+        "top 5 (output.tile_keep_default) put it in the 5th place: the top-1 is the model's own first pick "
+        "(the submission's may be config 0 instead: see First pick below), and *own top-5* is the top-5 "
+        "slowdown of the model's own 5 best, config 0 not put in:\n\n"
      << "| collection | CV (oof, kept epochs) | CV: own top-5 | valid: ensemble | valid: own top-5 | valid: random |\n"
      << "|---|---:|---:|---:|---:|---:|\n";
   for (const auto& id : ids) {

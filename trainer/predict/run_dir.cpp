@@ -28,11 +28,9 @@ ModelSpec RunDir::configured_model(const std::string& collection) const {
 }
 
 TileDefault RunDir::tile_default(const std::string& collection) const {
-  TileDefault rule{tile_keep_default, false};
-  const auto it = first_picks.find(collection);
-  rule.first = it != first_picks.end() ? it->second.default_first
-                                       : config.get_string("output.tile_first_pick") == "default";
-  return rule;
+  if (Collection::parse(collection).kind != Kind::Tile) return {};
+  return tile_default_of(first_picks, collection, tile_keep_default,
+                         config.get_string("output.tile_first_pick") == "default");
 }
 
 std::vector<std::string> RunDir::fold_checkpoints(const std::string& collection) const {

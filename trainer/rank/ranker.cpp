@@ -194,7 +194,8 @@ Suggestion Ranker::Impl::suggest_prepared(ProcessedGraph graph, const ConfigRows
   check_suggest_options(options, graph.num_configs(), graph.name);
   std::vector<double> spread;
   const std::vector<double> score = predicted(score_members(graph), rows, &spread);
-  Suggestion s = suggest_configs(score, spread, rows, options);
+  // The run's first pick opens the batch as it opens the ranking.
+  Suggestion s = suggest_configs(score, spread, rows, options, tile_rule().first ? 0 : -1);
   s.collection = id;
   s.name = graph.name;
   s.candidates = graph.num_configs();

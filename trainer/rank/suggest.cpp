@@ -56,7 +56,7 @@ void check_suggest_options(const SuggestOptions& options, int64_t candidates, co
 }
 
 Suggestion suggest_configs(const std::vector<double>& score, const std::vector<double>& spread, const ConfigRows& rows,
-                           const SuggestOptions& options) {
+                           const SuggestOptions& options, int64_t first) {
   const int64_t n = rows.size();
   if (static_cast<int64_t>(score.size()) != n || static_cast<int64_t>(spread.size()) != n)
     throw Error(std::to_string(score.size()) + " scores and " + std::to_string(spread.size()) + " spreads for " +
@@ -71,6 +71,21 @@ Suggestion suggest_configs(const std::vector<double>& score, const std::vector<d
   const std::vector<int64_t> cols = varying_columns(rows);
   std::vector<double> similarity(static_cast<size_t>(n), 0.0);  // to the closest config picked so far
   Suggestion out;
+  // Adds candidate `pick` to the batch; the others' similarity to the batch follows.
+  auto take = [&](int64_t pick) {
+    ok[static_cast<size_t>(pick)] = 0;
+    out.configs.push_back(pick);
+    out.score.push_back((score[pick] - mean) / sd);
+    out.uncertainty.push_back(spread[pick] / sd);
+    for (int64_t c = 0; c < n && !cols.empty(); ++c) {
+      if (!ok[static_cast<size_t>(c)]) continue;
+      int64_t same = 0;
+      for (int64_t j : cols) same += rows.row(c)[j] == rows.row(pick)[j];
+      similarity[static_cast<size_t>(c)] =
+          std::max(similarity[static_cast<size_t>(c)], static_cast<double>(same) / static_cast<double>(cols.size()));
+    }
+  };
+  if (first >= 0 && first < n && ok[static_cast<size_t>(first)] && options.count > 0) take(first);
   while (static_cast<int64_t>(out.configs.size()) < options.count) {
     int64_t best = -1;
     double best_value = 0;
@@ -81,18 +96,7 @@ Suggestion suggest_configs(const std::vector<double>& score, const std::vector<d
       if (best < 0 || value < best_value) best = c, best_value = value;  // ties: the lower index
     }
     if (best < 0) break;  // every candidate is measured or picked
-    ok[static_cast<size_t>(best)] = 0;
-    out.configs.push_back(best);
-    out.score.push_back((score[best] - mean) / sd);
-    out.uncertainty.push_back(spread[best] / sd);
-    if (cols.empty()) continue;
-    for (int64_t c = 0; c < n; ++c) {
-      if (!ok[static_cast<size_t>(c)]) continue;
-      int64_t same = 0;
-      for (int64_t j : cols) same += rows.row(c)[j] == rows.row(best)[j];
-      similarity[static_cast<size_t>(c)] =
-          std::max(similarity[static_cast<size_t>(c)], static_cast<double>(same) / static_cast<double>(cols.size()));
-    }
+    take(best);
   }
   return out;
 }

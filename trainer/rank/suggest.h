@@ -18,8 +18,10 @@ void check_suggest_options(const SuggestOptions& options, int64_t candidates, co
 
 // The batch: score and spread per candidate (lower score = predicted faster; spread in the
 // score's units), rows the candidates' configs. The returned Suggestion holds the picked
-// indices in order, and their score and spread standardized over the candidates.
+// indices in order, and their score and spread standardized over the candidates. first >= 0:
+// that candidate (the run's first pick, config 0) opens the batch when it is not excluded,
+// and the rest are picked beside it as beside any other.
 Suggestion suggest_configs(const std::vector<double>& score, const std::vector<double>& spread, const ConfigRows& rows,
-                           const SuggestOptions& options);
+                           const SuggestOptions& options, int64_t first = -1);
 
 }  // namespace tpuperf

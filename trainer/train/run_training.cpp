@@ -156,6 +156,28 @@ std::vector<MetricsRow> merge_metrics(const TrainSettings& s) {
   return rows;
 }
 
+// What each tile collection's rankings put first (first_pick.json), decided before the
+// submission is written, from the valid graphs only; each report gets its line. A
+// prediction on data without valid graphs keeps the decision the run's files hold: the
+// models have not changed, and nothing new was measured.
+std::map<std::string, FirstPick> decide_first_picks(const TrainSettings& s, std::vector<CollectionReport>& reports,
+                                                    bool predict_only) {
+  const std::map<std::string, FirstPick> saved = predict_only ? read_first_picks(s.output_dir)
+                                                              : std::map<std::string, FirstPick>{};
+  std::map<std::string, FirstPick> picks;
+  for (auto& r : reports) {
+    if (Collection::parse(r.collection).kind != Kind::Tile) continue;
+    FirstPick p = choose_first_pick(s.tile_first_pick, s.tile_keep_default, r.valid_graphs, r.valid_slowdown[0],
+                                    r.valid_default_top1);
+    const auto kept = saved.find(r.collection);
+    if (!p.measured() && p.setting == "auto" && kept != saved.end() && kept->second.setting == "auto") p = kept->second;
+    r.first_pick = describe_first_pick(r.collection, p);
+    picks[r.collection] = p;
+  }
+  write_first_picks(s.output_dir, picks);
+  return picks;
+}
+
 void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std::vector<std::string>& collections,
                      const std::map<std::string, CollectionSets>& sets, const std::vector<GraphScores>& all, int k,
                      bool predict_only) {
@@ -173,18 +195,10 @@ void finish_on_rank0(const TrainSettings& s, const Manifest& manifest, const std
   std::vector<MetricsRow> metrics = merge_metrics(s);
   std::vector<CollectionReport> reports;
   for (const auto& c : collections) reports.push_back(collection_report(s, c, *sets.at(c).valid, all, ens, k, metrics));
-  // The first pick is decided before the submission is written, from the valid graphs only.
-  TileDefault tile_rule{s.tile_keep_default, false};
-  std::map<std::string, FirstPick> picks;
-  for (auto& r : reports) {
-    if (Collection::parse(r.collection).kind != Kind::Tile) continue;
-    const FirstPick p = choose_first_pick(s.tile_first_pick, r.valid_graphs, r.valid_slowdown[0], r.valid_default_top1);
-    picks[r.collection] = p;
-    r.first_pick = describe_first_pick(r.collection, p);
-    tile_rule.first = p.default_first;  // one tile collection (tile:xla)
-  }
-  write_first_picks(s.output_dir, picks);
+  const std::map<std::string, FirstPick> picks = decide_first_picks(s, reports, predict_only);
   std::string submission = s.output_dir + "/submission.csv";
+  // TpuGraphs has one tile collection (tile:xla): its rule is the submission's.
+  const TileDefault tile_rule = tile_default_of(picks, picks.empty() ? "" : picks.begin()->first, s.tile_keep_default);
   write_submission(submission, test, tile_rule);
   ReportInput in;
   in.ensemble = s.ensemble;
@@ -281,6 +295,9 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
       fs::remove_all(s.output_dir + "/checkpoints");
       fs::remove_all(s.output_dir + "/metrics");
     }
+    // A run that trains changes the models the first pick was decided for: it decides again
+    // when it finishes, and until then (or with --train-only) the run has no decision.
+    if (!opts.predict_only) fs::remove(s.output_dir + "/" + kFirstPickFile);
     if (!opts.predict_only) remove_killed_runs_temporaries(s.output_dir);
     const auto identity = data_identity(manifest, collections);
     if (opts.resume) check_resume_identity(s.output_dir, cfg, identity);

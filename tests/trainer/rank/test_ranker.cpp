@@ -331,7 +331,7 @@ std::string run_with_first_pick(const std::string& name, bool default_first) {
   fs::copy(TrainedRun::run, dir, fs::copy_options::recursive);
   std::ofstream(dir + "/first_pick.json")
       << "{\"tile:xla\": {\"setting\": \"auto\", \"default_first\": " << (default_first ? "true" : "false")
-      << ", \"valid_graphs\": 3, \"valid_top1_model\": 1.5, \"valid_top1_default\": 1.2}}\n";
+      << ", \"valid_graphs\": 3, \"valid_top1_model\": 1.5, \"valid_top1_default\": 1.2, \"keep_default\": true}}\n";
   return dir;
 }
 
@@ -354,6 +354,12 @@ TEST(Ranker, RunsFirstPickComesFirst) {
                       TrainedRun::tile_file + "'",
                   out, out + ".err"));
   EXPECT_THAT(read_text(out), HasSubstr("," + std::to_string(expected[0]) + ";" + std::to_string(expected[1]) + ";"));
+  // A suggested batch opens with it too, unless it was measured.
+  tpuperf::SuggestOptions batch;
+  batch.count = 3;
+  EXPECT_EQ(tpuperf::Ranker(default_dir, "tile:xla").suggest(in.graph, in.configs, batch).configs.at(0), 0);
+  batch.exclude = {0};
+  for (int64_t c : tpuperf::Ranker(default_dir, "tile:xla").suggest(in.graph, in.configs, batch).configs) EXPECT_NE(c, 0);
   // Layout rankings ignore it.
   const LayoutInput lin = layout_input(TrainedRun::layout_file);
   EXPECT_EQ(tpuperf::Ranker(default_dir, "layout:nlp:random").rank(lin.graph, lin.configs).order,
@@ -674,6 +680,31 @@ TEST(Adapt, LearnsFromMeasurementsWhatTheRunRanksBackwards) {
     EXPECT_LT(tau_before, -0.9);
     EXPECT_GT(tpuperf::kendall_tau(layout.adapted, layout.runtime), 0.5)
         << "layout Kendall tau on the unmeasured configs, before: " << tau_before;
+  }
+}
+
+TEST(Adapt, MeasurementsTheRankerUsesOrderTheFirstPlace) {
+  // The run puts config 0 first; measurements that reverse its order are learnt (the
+  // blend uses its ridge, or the models are fine-tuned), and then the scores order the
+  // first place too.
+  const std::string dir = run_with_first_pick("run_default_first_learnt", true);
+  const TileInput all = grown(tile_input(TrainedRun::tile_file), 160);
+  const tpuperf::Ranker ranker(dir, "tile:xla");
+  const tpuperf::Ranking trained = ranker.rank(all.graph, all.configs);
+  ASSERT_EQ(trained.order.at(0), 0);
+  const std::vector<double> runtime = reversed_runtimes(trained);
+  const auto [measured_configs, rest] = split_configs(runtime.size(), 64, 3);
+  for (const auto method : {tpuperf::AdaptMethod::Blend, tpuperf::AdaptMethod::FineTune}) {
+    tpuperf::AdaptOptions options;
+    options.method = method;
+    const tpuperf::Ranker tuned =
+        ranker.adapted(all.graph, measured(all, measured_configs).configs, pick(runtime, measured_configs), options);
+    if (method == tpuperf::AdaptMethod::Blend) {
+      ASSERT_GT(tuned.adaptation()->weight_fit, 0.0) << tuned.adaptation()->blend;
+    }
+    const tpuperf::Ranking r = tuned.rank(all.graph, all.configs);
+    const auto best = std::min_element(r.score.begin(), r.score.end()) - r.score.begin();
+    EXPECT_EQ(r.score[r.order.at(0)], r.score[best]) << "the adapted scores' best is not first";
   }
 }
 

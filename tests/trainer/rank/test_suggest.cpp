@@ -85,6 +85,24 @@ TEST(Suggest, MeasuredConfigsAndCopiesNeverComeBack) {
             tpuperf::suggest_configs(score, spread, rows, o).configs);
 }
 
+TEST(Suggest, TheRunsFirstPickOpensTheBatch) {
+  // Config 0 is predicted slow; as the run's first pick it opens the batch, and the rest
+  // follow by the rule. Row 3, a copy of row 0, is never suggested (measuring 0 measures it).
+  ConfigRows rows = distinct_rows(5, 2);
+  rows.values[6] = rows.values[7] = 0.0f;  // row 3 := row 0
+  const std::vector<double> score = {1.0, 0.1, 0.2, -1.0, -0.5};
+  const std::vector<double> spread(5, 0.0);
+  EXPECT_THAT(tpuperf::suggest_configs(score, spread, rows, options(3, 0.0, 0.0)).configs, ElementsAre(4, 1, 2));
+  const tpuperf::Suggestion first = tpuperf::suggest_configs(score, spread, rows, options(3, 0.0, 0.0), 0);
+  EXPECT_THAT(first.configs, ElementsAre(0, 4, 1));
+  ASSERT_EQ(first.score.size(), 3u);
+  EXPECT_GT(first.score[0], first.score[1]) << "its own score, not the batch's best";
+  // Measured (excluded), it is not suggested again.
+  tpuperf::SuggestOptions o = options(2, 0.0, 0.0);
+  o.exclude = {0};
+  EXPECT_THAT(tpuperf::suggest_configs(score, spread, rows, o, 0).configs, ElementsAre(4, 1));
+}
+
 TEST(Suggest, BadOptionsAreNamed) {
   auto error_of = [](const tpuperf::SuggestOptions& o) {
     try {

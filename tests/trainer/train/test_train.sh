@@ -160,6 +160,12 @@ print(f"auto: {'config 0' if auto['default_first'] else 'the model'} first "
       f"default: config 0 first in {sum(i.startswith('tile:') for i in after)} tile rows and in tpuperf-rank")
 PY
 
+step "a run that trains drops the earlier run's first pick until it decides again"
+cp -r "$work/run_default" "$work/run_retrain"
+mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --fresh --train-only --set output.dir="$work/run_retrain" \
+  --set train.epochs=1 > "$work/retrain.log" 2>&1 || { tail -30 "$work/retrain.log"; exit 1; }
+[ ! -e "$work/run_retrain/first_pick.json" ] || { echo "--fresh --train-only kept the old run's first_pick.json"; exit 1; }
+
 step "--resume refuses other settings or other data"
 expect_refusal() {  # LOG FRAGMENT ARGS...
   local log=$1 fragment=$2; shift 2
@@ -205,8 +211,11 @@ grep -q "no valid train graph" "$work/new_pre.log"
 mpi 2 "$BIN/tpuperf-preprocess" --config "$work/cfg.yaml" --set data.raw_dir="$work/new/npz" \
   --set data.processed_dir="$work/new_processed" > "$work/new_pre2.log" 2>&1 || { tail -20 "$work/new_pre2.log"; exit 1; }
 grep -q "nothing to do" "$work/new_pre2.log"
+cp "$work/run/first_pick.json" "$work/first_pick.before_new.json"
 mpi 2 "$BIN/tpuperf-train" --config "$work/cfg.yaml" --predict-only --set data.processed_dir="$work/new_processed" \
   --set output.dir="$work/run" > "$work/new_pred.log" 2>&1 || { tail -30 "$work/new_pred.log"; exit 1; }
+# No valid graphs to decide on: the run's first pick stays what its valid graphs said.
+cmp "$work/run/first_pick.json" "$work/first_pick.before_new.json"
 "$BIN/tpuperf-score" --submission "$work/run/submission.csv" --truth "$work/new" > "$work/new_score.txt" \
   || { cat "$work/new_score.txt"; exit 1; }
 grep -q "^overall" "$work/new_score.txt"

@@ -5,16 +5,17 @@
 //
 //   tpuperf::Ranker ranker("runs/tpugraphs", "tile:xla");
 //   tpuperf::Ranking r = ranker.rank(graph, tpuperf::TileCandidates{config_feat});
-//   // r.order[0] is the config predicted fastest
+//   // r.order[0] is the config to run first: the one predicted fastest, or config 0
 //
 // It applies exactly what the run applied: each checkpoint's feature transform and model,
 // the pruning hops its data was preprocessed with, the feature re-padding, the fold
 // ensemble (output.ensemble) and, for tile, output.tile_keep_default and the run's first
-// pick (output.tile_first_pick: config 0, the compiler default, comes first where the run
-// found the model's first pick slower than it on the valid graphs; not in a ranker adapted
-// by measurements that it uses); identical configs get the same score. Configs are scored in chunks, so memory grows with the graph and the
-// number of configs (8 bytes per layout config and configurable node), not with the
-// model's activations of all configs at once.
+// pick (output.tile_first_pick: config 0 comes first where the run found the model's first
+// pick slower than it on the valid graphs; not in a ranker adapted by measurements that it
+// uses). Both take a tile graph's first candidate, config 0, as the compiler's default, as
+// the release's files hold it. Identical configs get the same score. Configs are scored in
+// chunks, so memory grows with the graph and the number of configs (8 bytes per layout
+// config and configurable node), not with the model's activations of all configs at once.
 //
 // An autotuner that has measured some configs of the graph can adapt the ranker to it,
 // and ask which configs to measure next:
@@ -70,7 +71,7 @@ struct LayoutCandidates {
 struct Ranking {
   std::string collection;      // whose models ranked it, e.g. "tile:xla"
   std::string name;            // the graph's name
-  std::vector<int64_t> order;  // every config index, best first
+  std::vector<int64_t> order;  // every config index, best first (tile: config 0 first by the run's first pick)
   std::vector<double> score;   // per config index: the ensemble's score, lower = predicted faster
   int64_t unique_configs = 0;  // distinct configs scored (duplicates share a score)
   int folds = 0;               // fold models in the ensemble

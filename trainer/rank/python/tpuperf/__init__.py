@@ -4,7 +4,7 @@ read what tpuperf writes. See docs/python.md.
     import numpy as np, tpuperf
     ranker = tpuperf.Ranker("runs/demo", "tile:xla")
     r = ranker.rank(np.load("kernel.npz"))   # or ranker.rank("kernel.npz")
-    r["order"][:5]                           # the 5 configs predicted fastest
+    r["order"][:5]                           # the 5 configs to run first
 
 The C++ side logs to stderr (an adaptation logs a line); tpuperf.set_log_level("warn")
 quiets it. Errors are tpuperf.Error (a ValueError) with the message, reason, file and key of the C++

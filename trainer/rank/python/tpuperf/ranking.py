@@ -162,7 +162,8 @@ class Ranker:
 
     def rank(self, graph, candidates=None, *, name=None):
         """Ranks every candidate config of a graph; returns a dict:
-        order (int64 array: every config index, predicted fastest first), score (float64
+        order (int64 array: every config index, best first; tile: config 0 first where
+        the run's first_pick.json says so), score (float64
         array: per config index the ensemble's score, lower = predicted faster), collection,
         name, unique_configs (distinct configs scored; duplicates share a score), folds.
 
