@@ -23,8 +23,9 @@ int elem_bytes(ElemType t) {
   return 4;
 }
 
-// One-hot column of each element type inside columns 2..20. f32 (13) and bf16 (15) are
-// the documented ones; the rest are fixed choices of this generator.
+// One-hot column of each element type inside columns 2..20, 2 + the type's place in the
+// release featurizer's order (INVALID PRED S8 S16 S32 S64 U8 U16 U32 U64 F16 F32 F64 BF16
+// C64 C128 TUPLE OPAQUE TOKEN; pipeline/featurize/node_features.cpp writes the same).
 static int type_column(ElemType t) {
   switch (t) {
     case ElemType::Pred:
@@ -38,7 +39,7 @@ static int type_column(ElemType t) {
     case ElemType::BF16:
       return 15;
     case ElemType::Tuple:
-      return 17;
+      return 18;
   }
   return 13;
 }

@@ -19,6 +19,8 @@
 #include "common/graph/collection.h"
 #include "common/graph/graph.h"
 #include "common/formats/npz_reader.h"
+#include "pipeline/featurize/node_features.h"
+#include "pipeline/featurize/opcodes.h"
 #include "pipeline/synth/simulator.h"
 #include "pipeline/synth/synth.h"
 
@@ -306,6 +308,10 @@ TEST_F(SynthTree, NoiseFreeRuntimesAreTheFilesWithoutTheirNoise) {
 }
 
 TEST_F(SynthTree, GraphsAreTopologicalWithConsistentFeatures) {
+  // The release featurizer's numbering (xla.PrimitiveType TUPLE = 13).
+  const uint8_t kTupleOpcode = featurize::opcode_id("tuple");
+  const int kTupleColumn = featurize::element_type_column(13);
+  ASSERT_EQ(kTupleColumn, 18);
   for (const auto& c : Collection::all()) {
     for (const auto& split : kSplits) {
       for (const auto& f : npz_files(dir(c, split))) {
@@ -326,6 +332,10 @@ TEST_F(SynthTree, GraphsAreTopologicalWithConsistentFeatures) {
           int hot = 0;
           for (int k = 2; k <= 20; ++k) hot += row[k] == 1.f;
           EXPECT_EQ(hot, 1) << f << " node " << n;
+          // A tuple's type is TUPLE where the release's featurizer puts it (the generator
+          // once wrote C128's column).
+          const bool tuple = g.node_opcode[static_cast<size_t>(n)] == kTupleOpcode;
+          EXPECT_EQ(row[kTupleColumn] == 1.f, tuple) << f << " node " << n;
           // Shape product and sum (columns 27, 28) match the dims (21..26).
           double prod = 1, sum = 0;
           for (int k = 21; k <= 26; ++k)
