@@ -38,7 +38,7 @@ TileDefault tile_default_of(const std::map<std::string, FirstPick>& picks, const
 
 std::string describe_first_pick(const std::string& collection, const FirstPick& p) {
   char evidence[160] = "";
-  if (p.valid_graphs > 0 && std::isfinite(p.valid_top1_model) && std::isfinite(p.valid_top1_default))
+  if (p.measured())
     std::snprintf(evidence, sizeof evidence, "top-1 slowdown on the %lld valid graphs: the model's first pick %.3f, config 0 %.3f",
                   static_cast<long long>(p.valid_graphs), p.valid_top1_model, p.valid_top1_default);
   const std::string why = p.setting != "auto" ? "set by output.tile_first_pick: " + p.setting

@@ -51,7 +51,7 @@ TileDefault tile_default_of(const std::map<std::string, FirstPick>& picks, const
 std::string describe_first_pick(const std::string& collection, const FirstPick& pick);
 
 // out_dir/first_pick.json, {"<collection>": {"setting", "default_first", "valid_graphs",
-// "valid_top1_model", "valid_top1_default"}}, written atomically.
+// "valid_top1_model", "valid_top1_default", "keep_default"}}, written atomically.
 void write_first_picks(const std::string& out_dir, const std::map<std::string, FirstPick>& picks);
 // The file's decisions; empty when the run has none (a run of an older version, or one
 // that did not finish). Throws Error naming the file when it does not parse.

@@ -295,10 +295,12 @@ int run_training(const Config& cfg, const MpiContext& ctx, const TrainRunOptions
       fs::remove_all(s.output_dir + "/checkpoints");
       fs::remove_all(s.output_dir + "/metrics");
     }
-    // A run that trains changes the models the first pick was decided for: it decides again
-    // when it finishes, and until then (or with --train-only) the run has no decision.
-    if (!opts.predict_only) fs::remove(s.output_dir + "/" + kFirstPickFile);
-    if (!opts.predict_only) remove_killed_runs_temporaries(s.output_dir);
+    if (!opts.predict_only) {
+      // A run that trains changes the models the first pick was decided for: it decides
+      // again when it finishes, and until then (or with --train-only) the run has none.
+      fs::remove(s.output_dir + "/" + kFirstPickFile);
+      remove_killed_runs_temporaries(s.output_dir);
+    }
     const auto identity = data_identity(manifest, collections);
     if (opts.resume) check_resume_identity(s.output_dir, cfg, identity);
     make_dirs(s.output_dir);
