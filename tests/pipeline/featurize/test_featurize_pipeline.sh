@@ -106,5 +106,12 @@ for coll in s["collections"]:
     print(json.dumps(coll))
 tile = next(c for c in s["collections"] if c["collection"] == "tile:xla")
 assert tile["graphs"] == 3 and tile["score"] > tile["random_baseline"], tile
+# The first pick was decided on the 3 real valid kernels, and the submission follows it.
+pick = json.load(open(f"{work}/run/first_pick.json"))["tile:xla"]
+assert pick["setting"] == "auto" and pick["valid_graphs"] == 3, pick
+assert pick["default_first"] == (pick["valid_top1_default"] < pick["valid_top1_model"]), pick
+if pick["default_first"]:
+    assert all(top[0] == 0 for top in rows.values()), (pick, rows)
+print("first pick:", pick)
 PY
 echo "PASS test_featurize_pipeline"
