@@ -10,46 +10,57 @@
 namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 namespace {
 
-// The same rows for float and H = 32 kC (kC = 1 or 2: the bench and default widths) as kC
-// Row32 vectors, with the GELU inside: the forward reads z, not gelu(z). When the forward
-// will be differentiated (kSave), it also stores per element what the backward needs:
-// xhat = (r - mean) / std and keep * gelu'(z) (keep = scale or 0, 1 without dropout), so
-// the backward does not compute the GELU again (recomputing it was about two thirds of
-// the backward's work, perf 2026-11-29). No dropout when threshold is 0. `row` counts rows
-// of H; the dropout draws of 32-wide part c are those of elements H row + 32 c .. + 31, as
-// keeps() draws them.
+// The forward of a row of H = 32 kC floats (kC = 1 or 2: the bench and default widths) as
+// kC Row32 vectors, in two parts run over a block of rows each (epilogue_forward_range):
+// the residual part, r = x + keep gelu(z), stored to out, and the LayerNorm of out in place.
+// One row through both parts at once is a long chain (GELU, sum, mean, squares, sqrt,
+// divide) that held the AVX2 path at ~90 ns a row of 64; apart, a block's GELUs overlap
+// and the norm reads rows still in L1 (81 ns; 2026-12-07, docs/experiments E48). The
+// values are those of one pass: r goes through memory unchanged.
+//
+// When the forward will be differentiated (kSave), it also stores per element what the
+// backward needs: xhat = (r - mean) / std and keep * gelu'(z) (keep = scale or 0, 1 without
+// dropout), so the backward does not compute the GELU again (recomputing it was about two
+// thirds of the backward's work, perf 2026-11-29). No dropout when threshold is 0. `row`
+// counts rows of H; the dropout draws of 32-wide part c are those of elements
+// H row + 32 c .. + 31, as keeps() draws them. Returns the row's mean.
 template <int kC, bool kSave>
-inline void epilogue_forward_rows(int64_t row, const float* x, const float* z, uint64_t seed,
-                                  uint16_t threshold, float scale, const Row32* gamma,
-                                  const Row32* beta, float eps, float* out, float* xhat,
-                                  float* keep_slope, float* rstd) {
-  constexpr float kWidth = 32.0f * kC;
+inline float epilogue_residual_row(int64_t row, const float* x, const float* z, uint64_t seed, uint16_t threshold,
+                                   float scale, float* out, float* keep_slope) {
   // Sums over the row's kC parts are added as vectors first: one horizontal reduction per
   // row and sum, not one per part.
-  Row32 r[kC], slope[kC], sum{}, squares{};
+  Row32 sum{};
   for (int c = 0; c < kC; ++c) {
-    r[c] = gelu_row32(load_row32(z + 32 * c), kSave ? &slope[c] : nullptr);
+    Row32 slope;
+    Row32 r = gelu_row32(load_row32(z + 32 * c), kSave ? &slope : nullptr);
     if (threshold > 0) {
       const Row32 keep = row32_keep(seed, row * kC + c, threshold, scale);
-      r[c] = r[c] * keep;
-      if (kSave) slope[c] = slope[c] * keep;
+      r = r * keep;
+      if (kSave) slope = slope * keep;
     }
-    r[c] = r[c] + load_row32(x + 32 * c);
-    sum = sum + r[c];
+    if (kSave) store_row32(keep_slope + 32 * c, slope);
+    r = r + load_row32(x + 32 * c);
+    store_row32(out + 32 * c, r);
+    sum = sum + r;
   }
-  const float mu = row32_sum(sum) / kWidth;
+  return row32_sum(sum) / (32.0f * kC);
+}
+
+// The LayerNorm of a row (out, in place, mean mu) with gamma and beta; with kSave xhat and
+// the row's 1 / std (rstd) for the backward.
+template <int kC, bool kSave>
+inline void epilogue_norm_row(float mu, const Row32* gamma, const Row32* beta, float eps, float* out, float* xhat,
+                              float* rstd) {
+  Row32 r[kC], squares{};
   for (int c = 0; c < kC; ++c) {
-    r[c] = r[c] - mu;
+    r[c] = load_row32(out + 32 * c) - mu;
     squares = squares + r[c] * r[c];
   }
-  const float inv = 1.0f / std::sqrt(row32_sum(squares) / kWidth + eps);
+  const float inv = 1.0f / std::sqrt(row32_sum(squares) / (32.0f * kC) + eps);
   for (int c = 0; c < kC; ++c) {
     const Row32 normed = r[c] * inv;
     store_row32(out + 32 * c, normed * gamma[c] + beta[c]);
-    if (kSave) {
-      store_row32(xhat + 32 * c, normed);
-      store_row32(keep_slope + 32 * c, slope[c]);
-    }
+    if (kSave) store_row32(xhat + 32 * c, normed);
   }
   if (kSave) *rstd = inv;
 }
@@ -80,6 +91,10 @@ inline void epilogue_backward_rows(const float* xhat, const float* keep_slope, c
   }
 }
 
+// Rows per block of the forward's two parts (epilogue_residual_row, then epilogue_norm_row):
+// a block of rows of 64 floats stays in L1 between them.
+constexpr int64_t kNormBlockRows = 8;
+
 // Forward over rows [b, e) of width H = 32 kC (float, the vector path).
 template <int kC, bool kSave>
 void epilogue_forward_range(int64_t b, int64_t e, const EpilogueForward& a) {
@@ -89,10 +104,17 @@ void epilogue_forward_range(int64_t b, int64_t e, const EpilogueForward& a) {
     g[c] = load_row32(a.gamma + 32 * c);
     bt[c] = load_row32(a.beta + 32 * c);
   }
-  for (int64_t row = b; row < e; ++row)
-    epilogue_forward_rows<kC, kSave>(row, a.x + row * H, a.z + row * H, a.seed, a.threshold, a.scale, g, bt,
-                                     a.eps, a.out + row * H, kSave ? a.xhat + row * H : nullptr,
-                                     kSave ? a.keep_slope + row * H : nullptr, kSave ? a.rstd + row : nullptr);
+  float mu[kNormBlockRows];
+  for (int64_t b0 = b; b0 < e; b0 += kNormBlockRows) {
+    const int64_t e0 = std::min(e, b0 + kNormBlockRows);
+    for (int64_t row = b0; row < e0; ++row)
+      mu[row - b0] = epilogue_residual_row<kC, kSave>(row, a.x + row * H, a.z + row * H, a.seed, a.threshold,
+                                                      a.scale, a.out + row * H,
+                                                      kSave ? a.keep_slope + row * H : nullptr);
+    for (int64_t row = b0; row < e0; ++row)
+      epilogue_norm_row<kC, kSave>(mu[row - b0], g, bt, a.eps, a.out + row * H, kSave ? a.xhat + row * H : nullptr,
+                                   kSave ? a.rstd + row : nullptr);
+  }
 }
 
 // Rows whose gamma and beta gradient terms are summed in float before the sum is added to
