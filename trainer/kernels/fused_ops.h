@@ -24,6 +24,9 @@
 //                      model's per-node plus per-(slot, graph) inputs, whose backward is one
 //                      pass (a sum over slots and a sum per table row) instead of LibTorch's
 //                      broadcast, index_select, sum and index_add;
+//   add_gathered_sum   node[u] + a weighted sum of table rows per (slot, node): the layout
+//                      models' first block, whose config terms reach a node through its
+//                      own row and its configurable neighbours' (SageBlock::forward_configs);
 //   embedding_sum      per row the sum of the table rows its indices pick (the layout
 //                      value table), without the one-hot matrix a matmul would need.
 //
@@ -72,6 +75,11 @@ torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t
 // values in [0, T)).
 torch::Tensor add_gathered(const torch::Tensor& node, const torch::Tensor& table,
                            const torch::Tensor& index);
+// [S, N, H]: out[s, u] = node[u] + sum over k in [ptr[u], ptr[u + 1]) of
+// weight[k] table[s, index[k]] (node [N, H], table [S, T, H], ptr N + 1 offsets from 0 to K,
+// index K values in [0, T), weight K values).
+torch::Tensor add_gathered_sum(const torch::Tensor& node, const torch::Tensor& table, const torch::Tensor& ptr,
+                               const torch::Tensor& index, const torch::Tensor& weight);
 // [R, H]: out[r] = sum over k of weight[values[r, k]] (weight [V, H], values [R, K] in
 // [0, V), K >= 1): an EmbeddingBag in sum mode.
 torch::Tensor embedding_sum(const torch::Tensor& weight, const torch::Tensor& values);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/base/error.h"
 #include "trainer/kernels/fused_ops.h"
@@ -44,6 +45,51 @@ torch::Tensor node_kinds(const torch::Tensor& graph, const Adjacency& adj) {
     kp[u] = gp[u] * 4 + (pp[u + 1] > pp[u] ? 1 : 0) + (cp[u + 1] > cp[u] ? 2 : 0);
   }
   return kind;
+}
+
+// Where forward_configs' term rows reach the nodes: per node u (CSR over u), the rows of
+// the terms' products (S x 3M x H, row 3 m + k: term m through W's block k) that its output
+// adds, with their weights. Block 0 (W_self) of u's own term, weight 1; block 1 (W_producers)
+// of each configurable producer, 1 / |P(u)|; block 2 (W_consumers) of each configurable
+// consumer, 1 / |C(u)|: the terms' shares of u's means (repeated edges repeated, as in the
+// means). A node listed twice in config_node has two terms, as index_add adds both.
+struct ConfigMessages {
+  torch::Tensor ptr, index, weight;  // int64 N + 1, int64 K, float64 K
+};
+
+ConfigMessages config_messages(const torch::Tensor& config_node, const Adjacency& adj) {
+  const auto nodes = config_node.to(torch::kInt64).contiguous();
+  const int64_t N = adj.num_nodes, M = nodes.numel();
+  const int64_t* cn = nodes.data_ptr<int64_t>();
+  // The positions m of each node in config_node, as compressed rows over nodes.
+  std::vector<int64_t> pos_ptr(N + 1, 0), pos(M);
+  for (int64_t m = 0; m < M; ++m) {
+    TORCH_CHECK(cn[m] >= 0 && cn[m] < N, "SageBlock::forward_configs: configurable node ", cn[m], " outside [0, ", N, ")");
+    ++pos_ptr[cn[m] + 1];
+  }
+  for (int64_t u = 0; u < N; ++u) pos_ptr[u + 1] += pos_ptr[u];
+  std::vector<int64_t> fill(pos_ptr.begin(), pos_ptr.end() - 1);
+  for (int64_t m = 0; m < M; ++m) pos[fill[cn[m]]++] = m;
+  const int64_t *pp = adj.producer_ptr.data_ptr<int64_t>(), *pi = adj.producer_idx.data_ptr<int64_t>(),
+                *cp = adj.consumer_ptr.data_ptr<int64_t>(), *ci = adj.consumer_idx.data_ptr<int64_t>();
+  std::vector<int64_t> ptr(N + 1, 0), index;
+  std::vector<double> weight;
+  const auto add_terms = [&](int64_t v, int64_t block, double w) {
+    for (int64_t j = pos_ptr[v]; j < pos_ptr[v + 1]; ++j) {
+      index.push_back(3 * pos[j] + block);
+      weight.push_back(w);
+    }
+  };
+  for (int64_t u = 0; u < N; ++u) {
+    add_terms(u, 0, 1.0);
+    for (int64_t e = pp[u]; e < pp[u + 1]; ++e) add_terms(pi[e], 1, 1.0 / double(pp[u + 1] - pp[u]));
+    for (int64_t e = cp[u]; e < cp[u + 1]; ++e) add_terms(ci[e], 2, 1.0 / double(cp[u + 1] - cp[u]));
+    ptr[u + 1] = static_cast<int64_t>(index.size());
+  }
+  const auto as_tensor = [](auto& v, torch::Dtype dtype) {
+    return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, dtype).clone();
+  };
+  return {as_tensor(ptr, torch::kInt64), as_tensor(index, torch::kInt64), as_tensor(weight, torch::kFloat64)};
 }
 
 }  // namespace
@@ -96,6 +142,22 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
   const auto z = add_gathered(from_node.squeeze(0), from_slot, node_kinds(node_graph, adj));
   const auto x = add_gathered(node, slot, node_graph);
   const DropoutDraw d = draw_dropout(*this, dropout);
+  return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), d.p, d.seed);
+}
+
+torch::Tensor SageBlockImpl::forward_configs(const torch::Tensor& base, const torch::Tensor& term,
+                                             const torch::Tensor& config_node, const BatchGraph& graph) {
+  const int64_t S = term.size(0), M = term.size(1), N = base.size(0), H = base.size(1);
+  const auto x = base.unsqueeze(0).expand({S, N, H}).index_add(1, config_node, term);
+  if (!fused) return forward(x, graph);
+  const DropoutDraw d = draw_dropout(*this, dropout);  // where forward draws it
+  const auto from_base = sage_linear(base.unsqueeze(0), linear->weight, linear->bias, graph.adjacency());
+  // W's blocks [W_self | W_producers | W_consumers] (H x 3H) side by side as H x 3H inputs
+  // to outputs: row 3 m + k of the product is term m through block k.
+  const auto blocks = linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
+  const auto from_term = torch::mm(term.reshape({S * M, H}), blocks).view({S, 3 * M, H});
+  const ConfigMessages m = config_messages(config_node, graph.adjacency());
+  const auto z = add_gathered_sum(from_base.squeeze(0), from_term, m.ptr, m.index, m.weight);
   return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), d.p, d.seed);
 }
 

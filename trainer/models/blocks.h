@@ -59,6 +59,13 @@ struct SageBlockImpl : torch::nn::Module {
   // over u's producers or consumers is the term itself (0 when u has none).
   torch::Tensor forward_split(const torch::Tensor& node, const torch::Tensor& slot,
                               const BatchGraph& graph);
+  // forward(x) for x = S copies of node states base (N x H) with per-slot terms term
+  // (S x M x H) added at rows config_node (M nodes): the layout models' first block. The
+  // plain path forms x; the fused one takes W's blocks to base (N rows) and to the terms
+  // (S x M rows) apart, and moves the terms' products along the edges from configurable
+  // nodes (add_gathered_sum), since the means are linear: N + S x M rows instead of S x N.
+  torch::Tensor forward_configs(const torch::Tensor& base, const torch::Tensor& term,
+                                const torch::Tensor& config_node, const BatchGraph& graph);
 
   torch::nn::Linear linear{nullptr};
   torch::nn::LayerNorm norm{nullptr};

@@ -25,4 +25,18 @@ torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch
   return copies.index_add(1, batch.config_node, config_term().view({S, M, H}));
 }
 
+torch::Tensor sage_blocks_over_configs(std::vector<SageBlock>& blocks, const torch::Tensor& base,
+                                       const Batch& batch, const BatchGraph& graph,
+                                       const std::function<torch::Tensor()>& config_term) {
+  const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
+  if (M == 0 || blocks.empty()) {
+    auto x = add_configs_per_slot(base, batch, config_term);
+    for (auto& block : blocks) x = block->forward(x, graph);
+    return x;
+  }
+  auto x = blocks.front()->forward_configs(base, config_term().view({S, M, H}), batch.config_node, graph);
+  for (size_t i = 1; i < blocks.size(); ++i) x = blocks[i]->forward(x, graph);
+  return x;
+}
+
 }  // namespace tpuperf

@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "trainer/models/batch.h"
+#include "trainer/models/blocks.h"
 
 namespace tpuperf {
 
@@ -32,5 +34,13 @@ torch::Tensor embed_layout_values(torch::nn::EmbeddingBag& table, const Batch& b
 // nodes.
 torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch,
                                    const std::function<torch::Tensor()>& config_term);
+
+// The SAGE blocks over add_configs_per_slot(base, batch, config_term): steps 2 and 3 of
+// both layout models. The first block takes base and the config terms apart
+// (SageBlock::forward_configs: on the fused path N + S x M rows through its weight instead
+// of S x N); the same function of its input either way.
+torch::Tensor sage_blocks_over_configs(std::vector<SageBlock>& blocks, const torch::Tensor& base,
+                                       const Batch& batch, const BatchGraph& graph,
+                                       const std::function<torch::Tensor()>& config_term);
 
 }  // namespace tpuperf

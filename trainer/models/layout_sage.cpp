@@ -35,10 +35,9 @@ class LayoutSage : public RankingModel {
   torch::Tensor forward(const Batch& batch) override {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
-    auto x = add_configs_per_slot(base, batch, [&] {  // 2. S x N x H
+    const auto x = sage_blocks_over_configs(blocks, base, batch, graph, [&] {  // 2.-3. S x N x H
       return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused), fused));
     });
-    for (auto& block : blocks) x = block->forward(x, graph);  // 3.
     return readout(x, batch);  // 4. G x S
   }
 

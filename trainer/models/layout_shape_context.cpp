@@ -61,11 +61,10 @@ class LayoutShapeContext : public RankingModel {
   torch::Tensor forward(const Batch& batch) override {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
-    auto x = add_configs_per_slot(base, batch, [&] {  // 2. S x N x H
+    const auto x = sage_blocks_over_configs(blocks, base, batch, graph, [&] {  // 2.-3. S x N x H
       const auto shape = shape_in(require_config_shape(batch, kArch).flatten(0, 1));
       return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused) + shape, fused));
     });
-    for (auto& block : blocks) x = block->forward(x, graph);  // 3.
     auto scores = readout_scores(x, batch);  // 4. G x S
     // 5. After the readout, as it always was: in training each SAGE block and the readout
     // draw a dropout seed from torch's generator, in this order.

@@ -257,6 +257,37 @@ TEST_F(FusedOps, AddGatheredMatchesBroadcastIndexSelect) {
                c10::Error);
 }
 
+// -------------------------------------------------------------------- add_gathered_sum
+// Against index_select and index_add: nodes with no rows (0, 4), one row, several rows and
+// a table row read twice by one node (row 1 by node 2) and by several nodes (row 0); table
+// row 3 read by none.
+TEST_F(FusedOps, AddGatheredSumMatchesIndexSelectAndIndexAdd) {
+  const auto ptr = torch::tensor(std::vector<int64_t>{0, 0, 1, 4, 6, 6});
+  const auto index = torch::tensor(std::vector<int64_t>{2, 1, 0, 1, 0, 4});
+  const auto node_of = torch::tensor(std::vector<int64_t>{1, 2, 2, 2, 3, 3});  // each entry's node
+  const auto weight = torch::tensor(std::vector<double>{1.0, 0.5, 0.25, 0.5, 1.0, 1.0 / 3});
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    const auto opts = torch::TensorOptions().dtype(dtype);
+    const Fn fused = [&](const std::vector<torch::Tensor>& in) {
+      return add_gathered_sum(in[0], in[1], ptr, index, weight);
+    };
+    const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+      const auto rows = in[1].index_select(1, index) * weight.to(dtype).view({1, -1, 1});
+      return in[0].unsqueeze(0) + torch::zeros({in[1].size(0), 5, in[0].size(1)}, opts).index_add(1, node_of, rows);
+    };
+    expect_same(fused, plain, {torch::randn({5, 7}, opts), torch::randn({3, 5, 7}, opts)}, 1e-6, 1e-6);
+  }
+  expect_finite_differences([&](const std::vector<torch::Tensor>& in) {
+    return add_gathered_sum(in[0], in[1], ptr, index, weight);
+  }, {torch::randn({5, 2}, torch::kFloat64), torch::randn({2, 5, 2}, torch::kFloat64)});
+  const auto node = torch::randn({5, 7}), table = torch::randn({3, 5, 7});
+  EXPECT_THROW(add_gathered_sum(node, table, ptr, torch::tensor(std::vector<int64_t>{2, 1, 0, 1, 0, 5}), weight),
+               c10::Error);  // a table row outside [0, 5)
+  EXPECT_THROW(add_gathered_sum(node, table, ptr.narrow(0, 0, 5), index, weight), c10::Error);  // N offsets
+  EXPECT_THROW(add_gathered_sum(node, table, torch::tensor(std::vector<int64_t>{0, 2, 1, 4, 6, 6}), index, weight),
+               c10::Error);  // decreasing offsets
+}
+
 // ----------------------------------------------------------------------- embedding_sum
 // Against LibTorch's EmbeddingBag in sum mode (the plain path), with rows that pick one
 // table row several times, rows enough for several backward chunks (300 > 32) and a table

@@ -191,6 +191,52 @@ void check_split_block(int64_t H) {
     EXPECT_TRUE(torch::allclose(split[i], plain[i], 1e-4, 1e-5)) << "tensor " << i;
 }
 
+// The layout models' first block takes base states and per-slot config terms apart; it
+// must give the output and gradients of the block on the summed states, dropout included.
+// Edges drawn so that nodes have several producers and consumers, configurable nodes are
+// adjacent, and one node is listed twice (its two terms add up, as with index_add).
+void check_configs_block(int64_t H) {
+  SCOPED_TRACE("H = " + std::to_string(H));
+  std::mt19937_64 rng(7);
+  auto a = random_graph(Kind::Layout, rng, 12, 4), b = random_graph(Kind::Layout, rng, 8, 4);
+  auto batch = make_batch(Kind::Layout, {&a, &b}, {{0, 1, 2}, {3, 0, 1}});
+  const int64_t N = batch.num_nodes, S = 3;
+  std::vector<int64_t> consumer, producer;
+  for (int64_t e = 0; e < 3 * N; ++e) {
+    const int64_t u = static_cast<int64_t>(rng() % N), v = static_cast<int64_t>(rng() % N);
+    if (u != v) consumer.push_back(u), producer.push_back(v);
+  }
+  batch.edges.consumer = torch::tensor(consumer);
+  batch.edges.producer = torch::tensor(producer);
+  const BatchGraph graph(batch);
+  const auto config_node = torch::tensor(std::vector<int64_t>{0, 1, 5, 9, 13, 5, 19});
+  const int64_t M = config_node.size(0);
+  SageBlock block(H, 0.3);
+  const auto base0 = torch::randn({N, H}), term0 = torch::randn({S, M, H});
+  const auto grad_out = torch::randn({S, N, H});
+  const auto run = [&](bool apart) {
+    block->zero_grad();
+    const auto base = base0.clone().requires_grad_(), term = term0.clone().requires_grad_();
+    torch::manual_seed(5);  // the same dropout mask for both
+    const auto out = apart ? block->forward_configs(base, term, config_node, graph)
+                           : block->forward(base.unsqueeze(0).expand({S, N, H}).index_add(1, config_node, term), graph);
+    out.backward(grad_out);
+    return std::vector<torch::Tensor>{out.detach(), base.grad(), term.grad(),
+                                      block->linear->weight.grad().clone(),
+                                      block->linear->bias.grad().clone(),
+                                      block->norm->weight.grad().clone()};
+  };
+  const auto apart = run(true), summed = run(false);
+  for (size_t i = 0; i < apart.size(); ++i)
+    EXPECT_TRUE(torch::allclose(apart[i], summed[i], 1e-4, 1e-5))
+        << "tensor " << i << ": max abs diff " << (apart[i] - summed[i]).abs().max().item<double>();
+}
+
+TEST_F(Models, LayoutFirstBlockTakesBaseAndConfigTermsApart) {
+  torch::set_num_threads(1);
+  for (int64_t H : {8, 32, 64}) check_configs_block(H);
+}
+
 // Two configurable nodes with the same features and config dims, A consuming node 0 and B
 // node 3 (other features): swapping their layouts changes the wide term of
 // sage_shape_context, whose weights read each node's neighbourhood after the SAGE blocks;

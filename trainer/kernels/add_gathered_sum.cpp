@@ -1,0 +1,99 @@
+// add_gathered_sum: per-node plus weighted sums of per-(slot, row) inputs,
+// node[u] + sum over k in [ptr[u], ptr[u + 1]) of weight[k] table[s, index[k]].
+#include "trainer/kernels/fused_ops.h"
+
+#include "trainer/kernels/kernel_base.h"
+
+namespace tpuperf {
+
+namespace kernels {
+namespace {
+
+struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& node_in, const Tensor& table_in, const Tensor& ptr,
+                        const Tensor& index, const Tensor& weight_in) {
+    const auto node = node_in.contiguous(), table = table_in.contiguous();
+    const auto weight = weight_in.to(node.scalar_type()).contiguous();
+    const int64_t N = node.size(0), H = node.size(1), S = table.size(0), T = table.size(1);
+    TORCH_CHECK(table.size(2) == H && table.scalar_type() == node.scalar_type() && ptr.numel() == N + 1 &&
+                    weight.numel() == index.numel(),
+                "add_gathered_sum: node ", node.sizes(), ", table ", table.sizes(), ", ptr ", ptr.sizes(),
+                ", index ", index.sizes(), " and weight ", weight.sizes(), " do not fit");
+    const int64_t *pp = ptr.data_ptr<int64_t>(), *ip = index.data_ptr<int64_t>();
+    TORCH_CHECK(pp[0] == 0 && pp[N] == index.numel(), "add_gathered_sum: ptr must run from 0 to ", index.numel());
+    for (int64_t u = 0; u < N; ++u) TORCH_CHECK(pp[u] <= pp[u + 1], "add_gathered_sum: ptr decreases at ", u);
+    check_indices(ip, index.numel(), T, "add_gathered_sum");
+    auto out = torch::empty({S, N, H}, node.options());
+    AT_DISPATCH_FLOATING_TYPES(node.scalar_type(), "add_gathered_sum", [&] {
+      const scalar_t *np = node.data_ptr<scalar_t>(), *tp = table.data_ptr<scalar_t>(),
+                     *wp = weight.data_ptr<scalar_t>();
+      scalar_t* op = out.data_ptr<scalar_t>();
+      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t s = r / N, u = r % N;
+          scalar_t* o = op + r * H;
+          for (int64_t j = 0; j < H; ++j) o[j] = np[u * H + j];
+          for (int64_t k = pp[u]; k < pp[u + 1]; ++k) {
+            const scalar_t* t = tp + (s * T + ip[k]) * H;
+            const scalar_t w = wp[k];
+            for (int64_t j = 0; j < H; ++j) o[j] += w * t[j];
+          }
+        }
+      });
+    });
+    ctx->save_for_backward({ptr, index, weight});
+    ctx->saved_data["T"] = T;
+    return out;
+  }
+
+  // grad_node sums the slots in order; each slot's table rows are summed by one task, nodes
+  // in order: no dependence on threads.
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &ptr = saved[0], &index = saved[1], &weight = saved[2];
+    const auto g = grads[0].contiguous();
+    const int64_t S = g.size(0), N = g.size(1), H = g.size(2), T = ctx->saved_data["T"].toInt();
+    auto grad_node = torch::empty({N, H}, g.options());
+    auto grad_table = torch::zeros({S, T, H}, g.options());
+    const int64_t *pp = ptr.data_ptr<int64_t>(), *ip = index.data_ptr<int64_t>();
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "add_gathered_sum_backward", [&] {
+      const scalar_t *gp = g.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
+      scalar_t *np = grad_node.data_ptr<scalar_t>(), *tp = grad_table.data_ptr<scalar_t>();
+      at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+        std::copy(gp + b * H, gp + e * H, np + b * H);
+        for (int64_t s = 1; s < S; ++s) {
+          const scalar_t* gs = gp + (s * N + b) * H;
+          scalar_t* o = np + b * H;
+          for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
+        }
+      });
+      at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s)
+          for (int64_t u = 0; u < N; ++u) {
+            const scalar_t* gu = gp + (s * N + u) * H;
+            for (int64_t k = pp[u]; k < pp[u + 1]; ++k) {
+              scalar_t* o = tp + (s * T + ip[k]) * H;
+              const scalar_t w = wp[k];
+              for (int64_t j = 0; j < H; ++j) o[j] += w * gu[j];
+            }
+          }
+      });
+    });
+    return {grad_node, grad_table, Tensor(), Tensor(), Tensor()};
+  }
+};
+
+}  // namespace
+}  // namespace kernels
+
+using namespace kernels;
+
+torch::Tensor add_gathered_sum(const torch::Tensor& node, const torch::Tensor& table, const torch::Tensor& ptr,
+                               const torch::Tensor& index, const torch::Tensor& weight) {
+  check_states(node, 2, "add_gathered_sum: node");
+  check_states(table, 3, "add_gathered_sum: table");
+  return AddGatheredSum::apply(node, table, ptr.to(torch::kInt64).contiguous(), index.to(torch::kInt64).contiguous(),
+                               weight);
+}
+
+}  // namespace tpuperf
