@@ -121,7 +121,7 @@ TP_AVX2_BIN=$(cd "${TP_AVX2_BIN:-$BIN}" && pwd)
 TP_BIN=$BIN
 RUN_ENV=()
 # The reference's speed-ups all off: the plain PyTorch reference of before issue #19.
-ALL_OFF="--no-split --no-node-major --no-catfree --no-segment-reduce --no-onehot-config --dropout-rng bernoulli --optimizer plain --no-malloc-env"
+ALL_OFF="--no-split --no-node-major --no-catfree --no-segment-reduce --no-onehot-config --dropout-rng bernoulli --optimizer plain --no-malloc-env --no-layout-split"
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per process on both sides; LibTorch's count is train.threads_per_rank.
@@ -448,7 +448,7 @@ if [ "$DO_THROUGHPUT" = 1 ]; then
       rounds=$TP_DEFAULT_ABLATION_ROUNDS
       variants=("--no-node-major" "--no-segment-reduce")
     fi
-    if [[ $coll == tile:* ]]; then variants=("--no-split" "${variants[@]}"); else variants=("--no-onehot-config" "${variants[@]}"); fi
+    if [[ $coll == tile:* ]]; then variants=("--no-split" "${variants[@]}"); else variants=("--no-layout-split" "--no-onehot-config" "${variants[@]}"); fi
     for r in $(seq 1 "$rounds"); do
       for i in "${!variants[@]}"; do
         ref_run "tp-$(echo "$coll" | tr : _)-abl$i-r$r" "$coll" "" "" "${variants[$i]}"
@@ -795,7 +795,7 @@ if tp:
     lines += ["### Throughput: tpuperf-train vs PyTorch-Python reference (1 core each)", "",
               "The reference (tests/bench/reference_train.py) is the strongest plain-PyTorch version of "
               "the same model and loop we could write (issue #19): the tile model's first block split as "
-              "tpuperf's forward_split, node-major per-config states (N x S x H: gathers and scatters "
+              "tpuperf's forward_split, the layout models' as its forward_configs, node-major per-config states (N x S x H: gathers and scatters "
               "over nodes move contiguous rows), aggregation without the 3H-wide cat, pooling over each "
               "graph's contiguous node run, the "
               "layout config embedding as a one-hot matmul, dropout masks from 16-bit draws, one flat "
@@ -887,6 +887,8 @@ if tp:
     if ablation:
         labels = {
             "--no-split": "tile's first block split (forward_split)",
+            "--no-layout-split": "layout's first block split (node rows + configurable-node rows, moved along the "
+                                 "edges from configurable nodes)",
             "--no-node-major": "node-major states N x S x H (gathers and scatters over nodes move contiguous rows)",
             "--no-catfree": "cat-free aggregation (three H x H matmuls, then the H-wide products aggregated)",
             "--no-segment-reduce": "pooling over each graph's contiguous node run (max with scatter_reduce's tie-splitting gradient)",
@@ -920,6 +922,7 @@ if tp:
             for c in colls:
                 a, base = by(ablation, collection=c, variant=v), by(runs, collection=c, tool="reference")
                 if not a or not base or (v == "--no-split" and not c.startswith("tile:")) or \
+                        (v == "--no-layout-split" and c.startswith("tile:")) or \
                         (v == "--no-onehot-config" and c.startswith("tile:")):
                     cells.append("n/a")
                     continue
@@ -1024,8 +1027,8 @@ if anchor and tp:
               f"{pk['size']} x {pk['size']} x {pk['size']} float32 matmul on one thread (tests/bench/matmul_peak.py: "
               f"numpy {pk['numpy_sgemm']:.1f} GFLOP/s, torch.mm {pk['torch_sgemm']:.1f} GFLOP/s, both OpenBLAS "
               f"0.3.21; the higher is the peak, {peak:.1f} GFLOP/s). A training step's work is counted from the "
-              "model's shapes (reference_train.py forward_macs: every matmul of the forward pass, the tile "
-              "model's first block split, x 3 for forward + backward, 2 flops per multiply-add; gathers, "
+              "model's shapes (reference_train.py forward_macs: every matmul of the forward pass, the first "
+              "blocks split as both tools run them, x 3 for forward + backward, 2 flops per multiply-add; gathers, "
               "scatters and elementwise ops not counted) over the batches of the throughput runs, which "
               "both tools train; achieved = that count x the best configs/s of the throughput table.", "",
               "| collection | matmul MFLOP per config (training) | tpuperf GFLOP/s | % of peak | reference GFLOP/s | "

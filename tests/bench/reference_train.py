@@ -32,14 +32,16 @@ the reference. tpuperf also updates its weight average (train.ema_decay) in its 
 reference keeps none.
 
 It is written as a PyTorch user who wants it fast would write it, with the same math: the
-tile model's first block split as tpuperf's forward_split, per-config states node-major (N x
-S x H, so that gathers and scatters over nodes move contiguous rows), aggregation without the
-3H-wide cat, pooling over the graphs' contiguous node runs, the layout config embedding as a
-one-hot matmul (for sage_shape_context one matmul of [shape features | one-hot values] with
-[shape_in's weight; the value table], whose input rows the wide term reuses as one batched
-matmul), dropout masks from 16-bit draws, parameters and gradients in flat buffers (one
-clipping norm, one AdamW tensor), and tpuperf-train's allocator settings (glibc environment).
-Each speed-up has a flag that turns it off (--no-split, --no-node-major, --no-catfree,
+first SAGE block split as tpuperf's (tile: forward_split, node rows N + per-(slot, graph)
+rows; layout: node rows N + configurable-node rows S x M, whose products move only along the
+edges from configurable nodes), per-config states node-major (N x S x H, so that gathers and
+scatters over nodes move contiguous rows), aggregation without the 3H-wide cat, pooling over
+the graphs' contiguous node runs, the layout config embedding as a one-hot matmul (for
+sage_shape_context one matmul of [shape features | one-hot values] with [shape_in's weight;
+the value table], whose input rows the wide term reuses as one batched matmul), dropout masks
+from 16-bit draws, parameters and gradients in flat buffers (one clipping norm, one AdamW
+tensor), and tpuperf-train's allocator settings (glibc environment). Each speed-up has a flag
+that turns it off (--no-split, --no-layout-split, --no-node-major, --no-catfree,
 --no-segment-reduce, --no-onehot-config, --dropout-rng bernoulli, --optimizer plain|foreach,
 --no-malloc-env; --jit scripts the losses and the aggregation), so that bench_train.sh can
 measure each one's effect.
@@ -63,7 +65,7 @@ from torch import nn
 class Options:
     """The reference's speed-ups (all on by default; each has a --no-... flag, so that its
     effect can be measured alone): see main's argument parser."""
-    split = catfree = segment_reduce = onehot_config = node_major = True
+    split = layout_split = catfree = segment_reduce = onehot_config = node_major = True
     optimizer = "flat"
     dropout_rng = "bits16"
     jit = False
@@ -483,18 +485,19 @@ def make_batch(tile, graphs, slates, shape=False):
     assert lengths.min() > 0, "a graph without nodes"  # segment_reduce's max would be -inf
     b["lengths"] = torch.from_numpy(lengths)
     b["offsets"] = [int(o) for o in offsets]
-    if O.catfree or (tile and O.split):
+    n = int(offsets[-1])
+    consumer, producer = b["consumer"].numpy(), b["producer"].numpy()
+    if O.catfree or (O.split if tile else O.layout_split):
         # Per-batch tables of the cat-free aggregation and the split first block, built in
         # numpy with the batch (no tensor ops per block): producers/consumers per node, and
         # for each edge direction the row of the projected states it reads and its weight.
-        n = int(offsets[-1])
-        consumer, producer = b["consumer"].numpy(), b["producer"].numpy()
         has_p = np.bincount(consumer, minlength=n)  # u is a consumer: it has producers
         has_c = np.bincount(producer, minlength=n)
         # Per edge, the weight of its term in its consumer's mean over producers and in its
         # producer's mean over consumers (project_aggregate).
-        b["w_p"] = torch.from_numpy((1.0 / has_p[consumer]).astype(np.float32))
-        b["w_c"] = torch.from_numpy((1.0 / has_c[producer]).astype(np.float32))
+        w_p = (1.0 / has_p[consumer]).astype(np.float32)
+        w_c = (1.0 / has_c[producer]).astype(np.float32)
+        b["w_p"], b["w_c"] = torch.from_numpy(w_p), torch.from_numpy(w_c)
         node_graph = np.repeat(np.arange(G), [g.num_nodes for g in graphs])
         b["kind"] = torch.from_numpy(node_graph * 4 + (has_p > 0) + 2 * (has_c > 0))
     if tile:
@@ -509,6 +512,26 @@ def make_batch(tile, graphs, slates, shape=False):
     b["config_offsets"] = [int(o) for o in np.cumsum([0] + config_counts)]
     b["config_lengths"] = torch.tensor(config_counts)
     b["config_graph"] = torch.from_numpy(np.repeat(np.arange(G), config_counts))
+    if O.layout_split:
+        # The split first block (SageBlock.forward_layout_split): the config term's products
+        # with W_self, W_producers and W_consumers are rows 3m, 3m + 1, 3m + 2 of a table
+        # (m: the configurable node's position); each reaches the node itself and, along
+        # the edges whose source is a configurable node, its consumers' (producers') rows,
+        # weighted as in project_aggregate. One gather (src), one weight per row, one
+        # scatter (dst), sorted by dst so that the scatter writes ascending rows.
+        config_node = b["config_node"].numpy()
+        M = config_node.size
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[config_node] = np.arange(M)
+        assert (pos >= 0).sum() == M, "a configurable node listed twice"
+        from_p, from_c = pos[producer] >= 0, pos[consumer] >= 0  # the edge's source is configurable
+        src = np.concatenate([3 * np.arange(M), 3 * pos[producer[from_p]] + 1, 3 * pos[consumer[from_c]] + 2])
+        dst = np.concatenate([config_node, consumer[from_p], producer[from_c]])
+        weight = np.concatenate([np.ones(M, dtype=np.float32), w_p[from_p], w_c[from_c]])
+        order = np.argsort(dst, kind="stable")
+        b["split_src"] = torch.from_numpy(src[order])
+        b["split_dst"] = torch.from_numpy(dst[order])
+        b["split_w"] = torch.from_numpy(weight[order])
     # S x M x 18 (node-major: M x S x 18): slot s of every configurable node of graph g
     # uses config index[g, s].
     packed = np.concatenate([g.packed[ix] for g, ix in zip(graphs, index)], axis=1)
@@ -669,6 +692,33 @@ class SageBlock(nn.Module):
             from_slot = torch.mm(slot.reshape(S * G, H), kind_w.t()).view(S, G * 4, H)
             z = from_node + from_slot.index_select(1, b["kind"])
         return gelu_dropout_add_norm(z, per_config(node, slot, b["node_graph"]), self.norm, self.drop)
+
+    def forward_layout_split(self, base, cfg, x, b):
+        """forward(x) for the layout models' first block, whose input x is base (N x H, the
+        same in every slot) plus the config term cfg (M x S x H node-major, else S x M x H)
+        at the configurable nodes (b["config_node"]): the linear is linear, so it takes the
+        node rows (N, bias included) and the config rows (M x S) apart instead of S x N
+        rows. The config rows' products with W's three blocks go to the node itself and,
+        along the edges from a configurable node, to its consumers (W_producers, weight
+        1 / producers) and producers (W_consumers, weight 1 / consumers): make_batch's
+        split_src / split_dst / split_w."""
+        if not O.layout_split:
+            return self.forward(x, b)
+        H = base.size(1)
+        from_node = self.sage_linear(base, b)  # N x H, bias included
+        stacked = self.linear.weight.view(H, 3, H).transpose(0, 1).reshape(3 * H, H)  # [W_self; W_p; W_c]
+        w = b["split_w"]
+        if O.node_major:  # cfg M x S x H -> table rows (m, k): 3M x S x H
+            M, S = cfg.shape[:2]
+            table = torch.mm(cfg.view(M * S, H), stacked.t()).view(M, S, 3, H).transpose(1, 2).reshape(3 * M, S, H)
+            moved = table.index_select(0, b["split_src"]) * w.view(-1, 1, 1)
+            z = from_node.unsqueeze(1).expand(x.shape).index_add(0, b["split_dst"], moved)
+        else:  # cfg S x M x H -> table S x 3M x H (already in that order)
+            S, M = cfg.shape[:2]
+            table = torch.mm(cfg.view(S * M, H), stacked.t()).view(S, 3 * M, H)
+            moved = table.index_select(1, b["split_src"]) * w.view(1, -1, 1)
+            z = from_node.unsqueeze(0).expand(x.shape).index_add(1, b["split_dst"], moved)
+        return gelu_dropout_add_norm(z, x, self.norm, self.drop)
 
 
 class NodeEncoder(nn.Module):
@@ -878,11 +928,11 @@ class LayoutModel(nn.Module):
         N = base.size(0)
         x = base.unsqueeze(1).expand(N, S, H) if O.node_major else base.unsqueeze(0).expand(S, N, H)
         cfg, feat = self.config_term(b, M, S)
-        if O.node_major:
-            x = x.index_add(0, b["config_node"], cfg.view(M, S, H))
-        else:
-            x = x.index_add(1, b["config_node"], cfg.view(S, M, H))
-        for block in self.blocks:
+        cfg = cfg.view(M, S, H) if O.node_major else cfg.view(S, M, H)
+        x = x.index_add(node_dim(x), b["config_node"], cfg)
+        if self.blocks:  # the first block split: node rows and config rows apart
+            x = self.blocks[0].forward_layout_split(base, cfg, x, b)
+        for block in self.blocks[1:]:
             x = block(x, b)
         if not self.shape:
             return self.readout(x, b)
@@ -965,10 +1015,11 @@ def script_graph_ops():
 def forward_macs(b, tile, shape, num_feat, h, layers, heads, opcode_dim=32):
     """Multiply-adds of the model's matmuls in one forward pass over batch b, counted from
     the shapes as the model computes them (the tile model's first block split, as both sides
-    run it); gathers, scatters, sums, elementwise ops and the layout value table's one-hot
-    matmul (a sum of 18 rows per node and config) are not counted. Backward does about
-    twice a matmul's work (gradients of input and weight), so a training step is about 3x
-    this. shape: the default models (early_join_shape, sage_shape_context)."""
+    run it; the layout models' first block split when layout_split is on, else their first
+    block on S x N rows); gathers, scatters, sums, elementwise ops and the layout value
+    table's one-hot matmul (a sum of 18 rows per node and config) are not counted. Backward
+    does about twice a matmul's work (gradients of input and weight), so a training step is
+    about 3x this. shape: the default models (early_join_shape, sage_shape_context)."""
     N, G, S = b["node_feat"].size(0), b["G"], b["S"]
     macs = N * (num_feat + opcode_dim) * h + N * h * h  # encoder
     rows = S * G  # readout and config rows
@@ -986,7 +1037,10 @@ def forward_macs(b, tile, shape, num_feat, h, layers, heads, opcode_dim=32):
     else:
         M = b["config_node"].size(0)
         macs += S * M * h * h  # config_out (the embedding bag sums)
-        macs += layers * S * N * 3 * h * h
+        if layers > 0 and O.layout_split:  # the first block split: node rows + config rows
+            macs += N * 3 * h * h + S * M * 3 * h * h + (layers - 1) * S * N * 3 * h * h
+        else:
+            macs += layers * S * N * 3 * h * h
         if shape:
             k = LAYOUT_SHAPE_FEAT + LAYOUT_ONEHOT
             macs += S * M * LAYOUT_SHAPE_FEAT * h  # shape_in
@@ -1182,6 +1236,10 @@ def main():
     sp.add_argument("--no-split", action="store_true",
                     help="tile: run the first SAGE block on the full S x N x H states instead of "
                          "tpuperf's split (node rows N + per-(slot, graph) rows S x G)")
+    sp.add_argument("--no-layout-split", action="store_true",
+                    help="layout: run the first SAGE block on the full S x N x H states instead of "
+                         "tpuperf's split (node rows N + config rows S x M, moved along the edges "
+                         "from configurable nodes)")
     sp.add_argument("--no-node-major", action="store_true",
                     help="per-config states S x N x H (tpuperf's layout) instead of N x S x H, whose "
                          "gathers and scatters over nodes move contiguous rows")
@@ -1212,7 +1270,7 @@ def main():
         # glibc reads these at start-up: re-execute with them set.
         os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **MALLOC_ENV})
     O.segment_reduce, O.onehot_config = not a.no_segment_reduce, not a.no_onehot_config
-    O.node_major = not a.no_node_major
+    O.node_major, O.layout_split = not a.no_node_major, not a.no_layout_split
     O.split, O.catfree, O.optimizer, O.dropout_rng, O.jit = (not a.no_split, not a.no_catfree, a.optimizer,
                                                               a.dropout_rng, a.jit)
     if O.jit:
@@ -1277,7 +1335,7 @@ def main():
     out = {"collection": a.collection, "fold": a.fold, "graphs": len(graphs), "steps_per_epoch": spe,
            "slate": slate, "arch": arch, "loss": loss_name, "hidden": a.hidden, "layers": a.layers, "heads": heads, "threads": a.threads,
            "torch": torch.__version__, "load_seconds": load_s, "epochs": epochs,
-           "speedups": {"split": O.split, "node_major": O.node_major, "catfree": O.catfree, "segment_reduce": O.segment_reduce,
+           "speedups": {"split": O.split, "layout_split": O.layout_split, "node_major": O.node_major, "catfree": O.catfree, "segment_reduce": O.segment_reduce,
                         "onehot_config": O.onehot_config, "optimizer": O.optimizer,
                         "dropout_rng": O.dropout_rng, "jit": O.jit, "malloc_env": not a.no_malloc_env},
            "configs_per_s": sum(e["configs"] for e in epochs) / sum(e["seconds"] for e in epochs),
