@@ -523,7 +523,8 @@ def make_batch(tile, graphs, slates, shape=False):
         M = config_node.size
         pos = np.full(n, -1, dtype=np.int64)
         pos[config_node] = np.arange(M)
-        assert (pos >= 0).sum() == M, "a configurable node listed twice"
+        if (pos >= 0).sum() != M:  # tpuperf adds both terms; this table has one row per node
+            raise ValueError("layout split: a configurable node listed twice (run with --no-layout-split)")
         from_p, from_c = pos[producer] >= 0, pos[consumer] >= 0  # the edge's source is configurable
         src = np.concatenate([3 * np.arange(M), 3 * pos[producer[from_p]] + 1, 3 * pos[consumer[from_c]] + 2])
         dst = np.concatenate([config_node, consumer[from_p], producer[from_c]])

@@ -51,6 +51,7 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &ptr = saved[0], &index = saved[1], &weight = saved[2];
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
     const auto g = grads[0].contiguous();
     const int64_t S = g.size(0), N = g.size(1), H = g.size(2), T = ctx->saved_data["T"].toInt();
     auto grad_node = torch::empty({N, H}, g.options());
@@ -92,6 +93,11 @@ torch::Tensor add_gathered_sum(const torch::Tensor& node, const torch::Tensor& t
                                const torch::Tensor& index, const torch::Tensor& weight) {
   check_states(node, 2, "add_gathered_sum: node");
   check_states(table, 3, "add_gathered_sum: table");
+  TORCH_CHECK(ptr.dim() == 1 && index.dim() == 1 && weight.dim() == 1,
+              "add_gathered_sum: ptr, index and weight must be vectors, got ", ptr.sizes(), ", ", index.sizes(),
+              " and ", weight.sizes());
+  // The weights are constants of the graph: no gradient flows to them.
+  TORCH_CHECK(!weight.requires_grad(), "add_gathered_sum: weight must not require grad");
   return AddGatheredSum::apply(node, table, ptr.to(torch::kInt64).contiguous(), index.to(torch::kInt64).contiguous(),
                                weight);
 }

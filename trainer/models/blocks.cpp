@@ -154,7 +154,7 @@ torch::Tensor SageBlockImpl::forward_configs(const torch::Tensor& base, const to
   const auto from_base = sage_linear(base.unsqueeze(0), linear->weight, linear->bias, graph.adjacency());
   // W's blocks [W_self | W_producers | W_consumers] (H x 3H) side by side as H x 3H inputs
   // to outputs: row 3 m + k of the product is term m through block k.
-  const auto blocks = linear->weight.view({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
+  const auto blocks = linear->weight.reshape({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
   const auto from_term = torch::mm(term.reshape({S * M, H}), blocks).view({S, 3 * M, H});
   const ConfigMessages m = config_messages(config_node, graph.adjacency());
   const auto z = add_gathered_sum(from_base.squeeze(0), from_term, m.ptr, m.index, m.weight);

@@ -281,6 +281,10 @@ TEST_F(FusedOps, AddGatheredSumMatchesIndexSelectAndIndexAdd) {
     return add_gathered_sum(in[0], in[1], ptr, index, weight);
   }, {torch::randn({5, 2}, torch::kFloat64), torch::randn({2, 5, 2}, torch::kFloat64)});
   const auto node = torch::randn({5, 7}), table = torch::randn({3, 5, 7});
+  const auto none = torch::zeros({0}, torch::kInt64);  // no rows at all: node's rows in every slot
+  EXPECT_TRUE(torch::equal(add_gathered_sum(node, table, torch::zeros({6}, torch::kInt64), none, torch::zeros({0})),
+                           node.unsqueeze(0).expand({3, 5, 7})));
+  EXPECT_THROW(add_gathered_sum(node, table, ptr, index, weight.clone().requires_grad_()), c10::Error);
   EXPECT_THROW(add_gathered_sum(node, table, ptr, torch::tensor(std::vector<int64_t>{2, 1, 0, 1, 0, 5}), weight),
                c10::Error);  // a table row outside [0, 5)
   EXPECT_THROW(add_gathered_sum(node, table, ptr.narrow(0, 0, 5), index, weight), c10::Error);  // N offsets

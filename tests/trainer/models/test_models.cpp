@@ -193,28 +193,31 @@ void check_split_block(int64_t H) {
 
 // The layout models' first block takes base states and per-slot config terms apart; it
 // must give the output and gradients of the block on the summed states, dropout included.
-// Edges drawn so that nodes have several producers and consumers, configurable nodes are
-// adjacent, and one node is listed twice (its two terms add up, as with index_add).
+// Random edges give nodes several producers and consumers and adjacent configurable nodes;
+// besides: a self-loop and a repeated edge at configurable nodes, a configurable node
+// without neighbours (the last) and one listed twice (its two terms add up, as with
+// index_add). 70 nodes: several tasks of the kernels' row loops.
 void check_configs_block(int64_t H) {
   SCOPED_TRACE("H = " + std::to_string(H));
   std::mt19937_64 rng(7);
-  auto a = random_graph(Kind::Layout, rng, 12, 4), b = random_graph(Kind::Layout, rng, 8, 4);
+  auto a = random_graph(Kind::Layout, rng, 40, 4), b = random_graph(Kind::Layout, rng, 30, 4);
   auto batch = make_batch(Kind::Layout, {&a, &b}, {{0, 1, 2}, {3, 0, 1}});
   const int64_t N = batch.num_nodes, S = 3;
-  std::vector<int64_t> consumer, producer;
+  std::vector<int64_t> consumer{5, 9, 9}, producer{5, 1, 1};  // self-loop at 5, edge 1 -> 9 twice
   for (int64_t e = 0; e < 3 * N; ++e) {
-    const int64_t u = static_cast<int64_t>(rng() % N), v = static_cast<int64_t>(rng() % N);
+    const int64_t u = static_cast<int64_t>(rng() % (N - 1)), v = static_cast<int64_t>(rng() % (N - 1));
     if (u != v) consumer.push_back(u), producer.push_back(v);
   }
   batch.edges.consumer = torch::tensor(consumer);
   batch.edges.producer = torch::tensor(producer);
   const BatchGraph graph(batch);
-  const auto config_node = torch::tensor(std::vector<int64_t>{0, 1, 5, 9, 13, 5, 19});
+  const auto config_node = torch::tensor(std::vector<int64_t>{0, 1, 5, 9, 13, 5, 41, N - 1});
   const int64_t M = config_node.size(0);
   SageBlock block(H, 0.3);
   const auto base0 = torch::randn({N, H}), term0 = torch::randn({S, M, H});
   const auto grad_out = torch::randn({S, N, H});
-  const auto run = [&](bool apart) {
+  const auto run = [&](bool apart, int threads) {
+    torch::set_num_threads(threads);
     block->zero_grad();
     const auto base = base0.clone().requires_grad_(), term = term0.clone().requires_grad_();
     torch::manual_seed(5);  // the same dropout mask for both
@@ -226,14 +229,16 @@ void check_configs_block(int64_t H) {
                                       block->linear->bias.grad().clone(),
                                       block->norm->weight.grad().clone()};
   };
-  const auto apart = run(true), summed = run(false);
-  for (size_t i = 0; i < apart.size(); ++i)
+  const auto apart = run(true, 1), summed = run(false, 1), apart2 = run(true, 2);
+  torch::set_num_threads(1);
+  for (size_t i = 0; i < apart.size(); ++i) {
     EXPECT_TRUE(torch::allclose(apart[i], summed[i], 1e-4, 1e-5))
         << "tensor " << i << ": max abs diff " << (apart[i] - summed[i]).abs().max().item<double>();
+    EXPECT_TRUE(torch::equal(apart[i], apart2[i])) << "tensor " << i << " differs with 2 threads";
+  }
 }
 
 TEST_F(Models, LayoutFirstBlockTakesBaseAndConfigTermsApart) {
-  torch::set_num_threads(1);
   for (int64_t H : {8, 32, 64}) check_configs_block(H);
 }
 
