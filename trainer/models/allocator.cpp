@@ -37,8 +37,13 @@ constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kOwnMapping = size_t{16} << 20;
 constexpr size_t kChunkBytes = size_t{64} << 20;
 // A request of kLargeRequest bytes or more may take a free block up to kLargerClasses
-// classes larger (< 2x its size).
-constexpr size_t kLargeRequest = size_t{1} << 20;
+// classes larger (< 2x its size). From 4 KiB rather than 1 MiB: the tile default's tensors
+// are mostly smaller than 1 MiB and of many sizes, and with exact classes below 1 MiB its
+// pool held 159 MB for a peak of 43 MB live (124 MB from 4 KiB; the layout default 283 ->
+// 260 MB for 135 MB). Every byte the pool holds was touched fresh once, in the first
+// epoch, where page zeroing on this project's VMs took ~10% of a 3-epoch run (perf,
+// 2026-12-07, docs/experiments E48).
+constexpr size_t kLargeRequest = size_t{4} << 10;
 constexpr int kLargerClasses = 3;
 // Free blocks are kept up to the larger of this and 1.5 x the most bytes ever live at once
 // (a step's peak), the rest given back (give_back): a step of a large graph frees GBs of
