@@ -60,14 +60,7 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "add_gathered_sum_backward", [&] {
       const scalar_t *gp = g.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
       scalar_t *np = grad_node.data_ptr<scalar_t>(), *tp = grad_table.data_ptr<scalar_t>();
-      at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
-        std::copy(gp + b * H, gp + e * H, np + b * H);
-        for (int64_t s = 1; s < S; ++s) {
-          const scalar_t* gs = gp + (s * N + b) * H;
-          scalar_t* o = np + b * H;
-          for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
-        }
-      });
+      sum_over_slots(gp, S, N, H, np);
       at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
         for (int64_t s = b; s < e; ++s)
           for (int64_t u = 0; u < N; ++u) {

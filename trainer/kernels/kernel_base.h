@@ -51,6 +51,21 @@ template <typename T>
   return total;
 }
 
+// out (N x H) = the sum over s of g[s] (S x N x H, contiguous), slots added in order: the
+// gradient of a per-node input broadcast to every slot. Slots inner to a node range: each
+// slot's rows of the range are read contiguously.
+template <typename T>
+void sum_over_slots(const T* g, int64_t S, int64_t N, int64_t H, T* out) {
+  at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+    std::copy(g + b * H, g + e * H, out + b * H);
+    for (int64_t s = 1; s < S; ++s) {
+      const T* gs = g + (s * N + b) * H;
+      T* o = out + b * H;
+      for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
+    }
+  });
+}
+
 // Rows per chunk so that there are at most kMaxChunks chunks of at least kGrain rows.
 inline int64_t chunk_rows(int64_t rows) {
   return std::max(kGrain, (rows + kMaxChunks - 1) / kMaxChunks);
