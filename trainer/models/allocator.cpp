@@ -5,12 +5,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace tpuperf {
@@ -23,8 +23,9 @@ constexpr int kHeapBlockLimit = 32 * 1024 * 1024;
 // The top of the heap is never given back (-1: no trim threshold).
 constexpr int kNeverTrim = -1;
 
-// LibTorch's alignment of CPU tensor data; the block's header takes one such unit.
-constexpr size_t kAlignment = 64;
+// LibTorch's alignment of CPU tensor data; a block's header takes one such unit, and
+// blocks are whole units.
+constexpr size_t kUnit = 64;
 // Tensor memory lies on transparent huge pages where the system allows them (madvise mode,
 // Debian's default): touching fresh memory costs one fault per 2 MiB instead of one per
 // 4 KiB. On this project's virtual machines a 4 KiB fault costs 13-18 us (64 MiB touched
@@ -32,54 +33,38 @@ constexpr size_t kAlignment = 64;
 // first epoch of a tile default run, which fills the pool (~40k faults), took 2.3x a
 // later one (2026-11-29, docs/experiments E35).
 constexpr size_t kHugePage = size_t{2} << 20;
-// Blocks below this size are carved from shared chunks of huge pages; larger ones are
-// mapped on their own, so that one given back (munmap) leaves no hole.
-constexpr size_t kOwnMapping = size_t{16} << 20;
-constexpr size_t kChunkBytes = size_t{64} << 20;
-// A request of kLargeRequest bytes or more may take a free block up to kLargerClasses
-// classes larger (< 2x its size). From 4 KiB rather than 1 MiB: the tile default's tensors
-// are mostly smaller than 1 MiB and of many sizes, and with exact classes below 1 MiB its
-// pool held 159 MB for a peak of 43 MB live (124 MB from 4 KiB; the layout default 283 ->
-// 260 MB for 135 MB). Every byte the pool holds was touched fresh once, in the first
-// epoch, where page zeroing on this project's VMs took ~10% of a 3-epoch run (perf,
-// 2026-12-07, docs/experiments E48).
-constexpr size_t kLargeRequest = size_t{4} << 10;
-constexpr int kLargerClasses = 3;
-// Free blocks are kept up to the larger of this and 1.5 x the most bytes ever live at once
-// (a step's peak), the rest given back (give_back): a step of a large graph frees GBs of
-// activations that the next step needs again, and mapping them anew cost a layout step of
-// 194k node slots 27% of its time in page faults (perf, 2026-11-28) when only 512 MiB were
-// kept. The half above the peak is slack for size classes: a step's requests do not fit
-// the blocks of the step before exactly, and with free blocks capped at the peak itself a
-// default-model step of that graph still mapped ~300 MB anew (3.56 s a step; 1.14 s with
-// the slack, 2026-11-29).
-constexpr size_t kMinCachedBytes = size_t{512} << 20;
-// Four classes per power of two (at most 25% rounding), from 64 bytes to 2^47.
-constexpr int kClasses = 4 * 42;
+// Memory is mapped in segments of at least this much address space (a larger request
+// gets a segment of its own size); blocks are cut from a segment's start onwards, and
+// the untouched rest costs no memory (address space only; a system in strict overcommit
+// mode counts it). One large segment leaves no unused tails between segments: with
+// 64 MiB segments the layout default spread its peak of 123 MB live over 3 segments
+// (201 MB), with one segment it touched 136 MB (2026-12-07, docs/experiments E49).
+constexpr size_t kSegmentBytes = size_t{1} << 30;
+// A free block is split when the rest would be at least this large; a smaller rest stays
+// with the tensor.
+constexpr size_t kMinSplit = 4 * kUnit;
 
-// The size class of n bytes: its rounded size and its index (smaller sizes, smaller index).
-size_t size_class(size_t n, int* index) {
-  if (n <= kAlignment) {
-    *index = 0;
-    return kAlignment;
-  }
-  const int k = 63 - __builtin_clzll(n - 1);  // 2^k < n <= 2^(k+1), k >= 6
-  const size_t base = size_t{1} << k, step = base / 4;
-  const size_t sub = (n - base + step - 1) / step;  // 1..4
-  *index = (k - 6) * 4 + static_cast<int>(sub);
-  return base + sub * step;
+// Free lists by block size, in units: exact below 16 units, then 16 lists per power of
+// two (sizes in a list differ by less than 1/16). Up to 2^47 bytes.
+constexpr int kSubBits = 4, kSub = 1 << kSubBits;
+constexpr int kClasses = kSub + (47 - 6 - kSubBits + 1) * kSub;
+constexpr int kWords = (kClasses + 63) / 64;
+
+// The list a free block of `units` is kept in (its size rounded down to a list's least).
+int list_of(size_t units) {
+  if (units < kSub) return static_cast<int>(units);
+  const int top = 63 - __builtin_clzll(units);
+  return kSub + (top - kSubBits) * kSub + static_cast<int>(units >> (top - kSubBits)) - kSub;
 }
 
-size_t class_bytes(int index) {
-  if (index == 0) return kAlignment;
-  const size_t base = size_t{1} << ((index - 1) / 4 + 6);
-  return base + static_cast<size_t>((index - 1) % 4 + 1) * (base / 4);
+// The first list all of whose blocks hold `units`.
+int list_holding(size_t units) {
+  if (units < kSub) return static_cast<int>(units);
+  const size_t step = size_t{1} << (63 - __builtin_clzll(units) - kSubBits);
+  return list_of((units + step - 1) / step * step);
 }
 
 size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
-
-// The address space a block of class `size` takes, its header included.
-size_t block_span(size_t size) { return round_up(size + kAlignment, size >= kOwnMapping ? kHugePage : kAlignment); }
 
 // `bytes` (a multiple of 2 MiB) of fresh memory at a 2 MiB boundary, advised to use huge
 // pages (no effect where transparent huge pages are off). Nothing is touched: untouched
@@ -94,208 +79,234 @@ void* map_huge(size_t bytes) {
   return reinterpret_cast<void*>(aligned);
 }
 
-// Blocks below kOwnMapping, cut one after another from chunks of huge pages; the rest of
-// a chunk too short for a block is left untouched (address space, no memory).
-class Chunks {
+// A block's header, the unit before its tensor's data. Blocks of a segment lie end to
+// end: the next one starts `bytes` after this one; `before` is the one ending where this
+// starts (null for a segment's first).
+struct Block {
+  size_t bytes;  // header included
+  Block* before;
+  Block* next_free;  // the block's free list, while it is free
+  Block* prev_free;
+  uint32_t segment;  // its index in Pool::segments_
+  bool free;
+  bool last;  // in its segment
+};
+static_assert(sizeof(Block) <= kUnit, "the header fits in front of the data");
+
+Block* after(Block* b) { return reinterpret_cast<Block*>(reinterpret_cast<char*>(b) + b->bytes); }
+
+// The pool of LibTorch's CPU tensors: blocks cut from segments of huge pages, found in
+// free lists by size (a two-level segregated fit), split when larger than asked and
+// merged with free neighbours when freed, so that a freed block serves a tensor of any
+// size. A training step frees and allocates tensors of a few hundred sizes that change
+// with every batch's graphs. Through glibc's malloc (posix_memalign) the holes they left
+// were not reused and the heap grew by ~4 MB a step without bound (8 GB a rank after the
+// demo's 4 layout collections, 0.3 GB live, heaptrack). Free lists of fixed size classes
+// (sizes rounded up by up to 25%, no splitting or merging) held 124 MB for the tile
+// default's peak of 43 MB live (260 MB for the layout default's 135 MB), and every byte
+// held was touched fresh in the first epoch, where page zeroing took up to a fifth of a
+// 3-epoch tile run on this project's VMs (perf, 2026-12-07, docs/experiments E49).
+// Memory is never given back: what the pool touches is what the steps held at their peak
+// plus the holes between, as glibc's heap keeps its high-water mark (allocator.h).
+class Pool {
  public:
-  void* carve(size_t span) {
+  void* allocate(size_t n) {
+    const size_t bytes = round_up(n, kUnit) + kUnit;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (static_cast<size_t>(end_ - next_) < span) {
-      next_ = static_cast<char*>(map_huge(kChunkBytes));
-      end_ = next_ + kChunkBytes;
+    Block* b = find(bytes);
+    if (b)
+      unlist(b);
+    else
+      b = new_segment(bytes);
+    split(b, bytes);
+    b->free = false;
+    live_ += b->bytes;
+    peak_live_ = std::max(peak_live_, live_);
+    Segment& seg = segments_[b->segment];
+    const size_t end = static_cast<size_t>(reinterpret_cast<char*>(after(b)) - static_cast<char*>(seg.base));
+    if (end > seg.touched) touched_ += end - seg.touched, seg.touched = end;
+    return reinterpret_cast<char*>(b) + kUnit;
+  }
+
+  void release(void* data) {
+    Block* b = reinterpret_cast<Block*>(static_cast<char*>(data) - kUnit);
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_ -= b->bytes;
+    b->free = true;
+    if (!b->last && after(b)->free) {
+      Block* next = after(b);
+      unlist(next);
+      merge(b, next);
     }
-    void* p = next_;
-    next_ += span;
-    return p;
+    if (b->before && b->before->free) {
+      Block* prev = b->before;
+      unlist(prev);
+      merge(prev, b);
+      b = prev;
+    }
+    enlist(b);
+  }
+
+  CpuPoolStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {live_, peak_live_, touched_, mapped_, segments_.size()};
+  }
+
+  void check() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t live = 0, mapped = 0, touched = 0, free_blocks = 0;
+    for (size_t i = 0; i < segments_.size(); ++i) {
+      const Segment& seg = segments_[i];
+      mapped += seg.bytes;
+      touched += seg.touched;
+      size_t walked = 0;
+      Block* prev = nullptr;
+      for (Block* b = static_cast<Block*>(seg.base);; b = after(b)) {
+        if (b->before != prev) fail("a block's 'before' is not the block ending where it starts");
+        if (b->bytes % kUnit || b->bytes < kUnit) fail("a block's size is not a positive number of units");
+        if (b->segment != i) fail("a block names another segment");
+        if (prev && prev->free && b->free) fail("two free blocks lie side by side");
+        walked += b->bytes;
+        if (b->free)
+          ++free_blocks;
+        else
+          live += b->bytes;
+        if (!b->free && walked > seg.touched) fail("a live block lies past its segment's touched bytes");
+        prev = b;
+        if (b->last || walked >= seg.bytes) break;
+      }
+      if (walked != seg.bytes || !prev->last) fail("a segment's blocks do not cover it exactly");
+    }
+    size_t listed = 0;
+    for (int i = 0; i < kClasses; ++i) {
+      const bool marked = (nonempty_[static_cast<size_t>(i / 64)] >> (i % 64)) & 1;
+      if (marked != (heads_[static_cast<size_t>(i)] != nullptr)) fail("a list's bit does not say whether it is empty");
+      for (Block* b = heads_[static_cast<size_t>(i)]; b; b = b->next_free) {
+        if (!b->free || list_of(b->bytes / kUnit) != i) fail("a listed block is not free or in the wrong list");
+        if (b->next_free && b->next_free->prev_free != b) fail("a free list's links disagree");
+        ++listed;
+      }
+    }
+    if (listed != free_blocks) fail("the free lists do not hold every free block once");
+    if (live != live_ || mapped != mapped_ || touched != touched_) fail("the byte counts disagree with the blocks");
   }
 
  private:
-  std::mutex mutex_;
-  char* next_ = nullptr;
-  char* end_ = nullptr;
-};
+  struct Segment {
+    void* base;
+    size_t bytes;
+    size_t touched;  // bytes from its start up to the end of the furthest block ever handed out
+  };
 
-Chunks& chunks() {
-  static Chunks* c = new Chunks;  // never destroyed: tensors may be freed during exit
-  return *c;
-}
+  [[noreturn]] static void fail(const std::string& what) { throw std::logic_error("tensor pool: " + what); }
 
-void* new_block(size_t size) { return size >= kOwnMapping ? map_huge(block_span(size)) : chunks().carve(block_span(size)); }
-
-// Gives a block's memory back to the system. A block of its own mapping is unmapped; one
-// carved from a chunk keeps its address (it is reused for its class, see `released`) and
-// only its whole pages are given back (MADV_DONTNEED: they read as zeros when touched
-// again).
-void give_back(void* block, size_t size) {
-  if (size >= kOwnMapping) {
-    munmap(block, block_span(size));
-    return;
+  // A free block of at least `bytes`: the newest in the list of its size if it fits,
+  // else the newest in the first non-empty list whose blocks all fit.
+  Block* find(size_t bytes) {
+    const size_t units = bytes / kUnit;
+    if (Block* b = heads_[static_cast<size_t>(list_of(units))]; b && b->bytes >= bytes) return b;
+    const int i = first_nonempty(list_holding(units));
+    return i < 0 ? nullptr : heads_[static_cast<size_t>(i)];
   }
-  const uintptr_t start = round_up(reinterpret_cast<uintptr_t>(block), 4096);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(block) + block_span(size)) / 4096 * 4096;
-  if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+  int first_nonempty(int from) const {
+    if (from >= kClasses) return -1;
+    size_t w = static_cast<size_t>(from / 64);
+    uint64_t bits = nonempty_[w] & (~uint64_t{0} << (from % 64));
+    while (!bits) {
+      if (++w == kWords) return -1;
+      bits = nonempty_[w];
+    }
+    return static_cast<int>(w * 64) + __builtin_ctzll(bits);
+  }
+  void enlist(Block* b) {
+    const auto i = static_cast<size_t>(list_of(b->bytes / kUnit));
+    b->prev_free = nullptr;
+    b->next_free = heads_[i];
+    if (heads_[i]) heads_[i]->prev_free = b;
+    heads_[i] = b;
+    nonempty_[i / 64] |= uint64_t{1} << (i % 64);
+  }
+  void unlist(Block* b) {
+    const auto i = static_cast<size_t>(list_of(b->bytes / kUnit));
+    if (b->prev_free)
+      b->prev_free->next_free = b->next_free;
+    else
+      heads_[i] = b->next_free;
+    if (b->next_free) b->next_free->prev_free = b->prev_free;
+    if (!heads_[i]) nonempty_[i / 64] &= ~(uint64_t{1} << (i % 64));
+  }
+  // Joins `next`, the block after `b`, to `b`; neither is listed.
+  void merge(Block* b, Block* next) {
+    b->bytes += next->bytes;
+    b->last = next->last;
+    if (!b->last) after(b)->before = b;
+  }
+  // Cuts `b` (not listed) down to `bytes` when the rest is worth a block; the rest is free.
+  void split(Block* b, size_t bytes) {
+    if (b->bytes - bytes < kMinSplit) return;
+    Block* rest = reinterpret_cast<Block*>(reinterpret_cast<char*>(b) + bytes);
+    rest->bytes = b->bytes - bytes;
+    rest->before = b;
+    rest->segment = b->segment;
+    rest->free = true;
+    rest->last = b->last;
+    if (!rest->last) after(rest)->before = rest;
+    b->bytes = bytes;
+    b->last = false;
+    enlist(rest);
+  }
+  // A new segment as one free block (not listed) of at least `bytes`.
+  Block* new_segment(size_t bytes) {
+    const size_t size = std::max(kSegmentBytes, round_up(bytes, kHugePage));
+    Block* b = static_cast<Block*>(map_huge(size));
+    b->bytes = size;
+    b->before = nullptr;
+    b->segment = static_cast<uint32_t>(segments_.size());
+    b->free = true;
+    b->last = true;
+    segments_.push_back({b, size, 0});
+    mapped_ += size;
+    return b;
+  }
+
+  std::mutex mutex_;
+  std::array<Block*, kClasses> heads_{};
+  std::array<uint64_t, kWords> nonempty_{};
+  std::vector<Segment> segments_;
+  size_t live_ = 0, peak_live_ = 0, touched_ = 0, mapped_ = 0;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: tensors may be freed during exit
+  return *p;
 }
 
-// The block's header (kAlignment bytes before the tensor's data): its size class, and when
-// it is free, the time it was freed (a count of releases).
-struct BlockHeader {
-  int index;
-  uint64_t freed_at;
-};
-static_assert(sizeof(BlockHeader) <= kAlignment, "the header fits in front of the data");
+void release(void* data) {
+  if (data) pool().release(data);
+}
 
-BlockHeader& header(void* block) { return *static_cast<BlockHeader*>(block); }
-
-// LibTorch's CPU tensors from per-size-class free lists. A training step frees and
-// allocates tensors of a few hundred sizes that change with every batch's graphs; through
-// glibc's malloc (posix_memalign) the holes they left were not reused, and the heap grew
-// by ~4 MB a step without bound: 8 GB a rank after the demo's 4 layout collections, with
-// 0.3 GB live (heaptrack). Rounded to a class, a freed block serves the next tensor of its
-// class (a large one also of the next smaller classes). What the free lists hold beyond
-// their cap (kMinCachedBytes) goes back to the system, the blocks
-// freed longest ago first: they are of sizes the steps no longer ask for. (Giving back
-// the block being freed instead kept stale blocks of the first steps forever and mapped
-// a large graph's activations anew every step: 16 blocks of 3-50 MB, ~75k page faults a
-// step, perf 2026-11-29.) A block carved from a chunk keeps its address when its memory
-// goes back, and serves its class again before a new one is carved.
-class ReusingCpuAllocator final : public c10::Allocator {
+class PoolAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) const override {
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
-    int index = 0;
-    const size_t size = size_class(n, &index);
-    void* block = take(index, size >= kLargeRequest ? kLargerClasses : 0);
-    if (!block) {
-      block = take_released(index);
-      if (!block) {
-        block = new_block(size);
-        count_new(size);
-      }
-      header(block).index = index;  // a released block's header may read zero
-    }
-    return {static_cast<char*>(block) + kAlignment, block, &release, c10::Device(c10::DeviceType::CPU)};
+    void* data = pool().allocate(n);
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
-
-  static CpuPoolStats stats() {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    return {p.live_bytes, p.cached_bytes, p.peak_live_bytes, p.blocks_created};
-  }
-
- private:
-  struct Pool {
-    std::mutex mutex;
-    std::array<std::vector<void*>, kClasses> free;      // each list oldest first
-    std::array<std::vector<void*>, kClasses> released;  // carved blocks given back
-    size_t cached_bytes = 0;
-    size_t live_bytes = 0, peak_live_bytes = 0;  // in blocks handed out
-    size_t blocks_created = 0;
-    uint64_t releases = 0;
-  };
-  static void count_new(size_t size) {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    count_live(p, size);
-    ++p.blocks_created;
-  }
-  static void count_live(Pool& p, size_t size) {
-    p.live_bytes += size;
-    p.peak_live_bytes = std::max(p.peak_live_bytes, p.live_bytes);
-  }
-  static Pool& pool() {
-    static Pool* p = new Pool;  // never destroyed: tensors may be freed during exit
-    return *p;
-  }
-  // A free block of class `index` or up to `larger` classes above it (its header keeps
-  // its own class), the most recently freed of its class.
-  static void* take(int index, int larger) {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    for (int i = index; i <= std::min(index + larger, kClasses - 1); ++i) {
-      auto& list = p.free[static_cast<size_t>(i)];
-      if (list.empty()) continue;
-      void* block = list.back();
-      list.pop_back();
-      p.cached_bytes -= class_bytes(i);
-      count_live(p, class_bytes(i));
-      return block;
-    }
-    return nullptr;
-  }
-  // A carved block of class `index` whose memory was given back; its pages read zero.
-  static void* take_released(int index) {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    auto& list = p.released[static_cast<size_t>(index)];
-    if (list.empty()) return nullptr;
-    void* block = list.back();
-    list.pop_back();
-    count_live(p, class_bytes(index));
-    return block;
-  }
-  // Gives a free block's memory back to the system; a carved one is kept for reuse.
-  static void retire(void* block) {
-    const int index = header(block).index;
-    const size_t size = class_bytes(index);
-    give_back(block, size);
-    if (size >= kOwnMapping) return;
-    Pool& p = pool();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    p.released[static_cast<size_t>(index)].push_back(block);
-  }
-  // Removes the free block freed longest ago (the oldest front of the lists) and returns
-  // it; the pool must be locked and hold at least one free block.
-  static void* evict_oldest(Pool& p) {
-    size_t oldest = kClasses;
-    for (size_t i = 0; i < p.free.size(); ++i)
-      if (!p.free[i].empty() &&
-          (oldest == kClasses || header(p.free[i].front()).freed_at < header(p.free[oldest].front()).freed_at))
-        oldest = i;
-    auto& list = p.free[oldest];
-    void* block = list.front();
-    list.erase(list.begin());
-    p.cached_bytes -= class_bytes(static_cast<int>(oldest));
-    return block;
-  }
-  static void release(void* block) {
-    if (!block) return;
-    const int index = header(block).index;
-    const size_t size = class_bytes(index);
-    std::vector<void*> evicted;
-    {
-      Pool& p = pool();
-      std::lock_guard<std::mutex> lock(p.mutex);
-      p.live_bytes -= size;
-      const size_t cap = std::max(kMinCachedBytes, p.peak_live_bytes + p.peak_live_bytes / 2);  // see kMinCachedBytes
-      if (size <= cap) {
-        while (p.cached_bytes + size > cap) evicted.push_back(evict_oldest(p));
-        header(block).freed_at = ++p.releases;
-        p.free[static_cast<size_t>(index)].push_back(block);
-        p.cached_bytes += size;
-        block = nullptr;
-      }
-    }
-    if (block) retire(block);
-    for (void* b : evicted) retire(b);
-  }
 };
 
 }  // namespace
 
-size_t cpu_tensor_size_class(size_t bytes) {
-  int index = 0;
-  return size_class(bytes, &index);
-}
+CpuPoolStats cpu_tensor_pool_stats() { return pool().stats(); }
 
-CpuPoolStats cpu_tensor_pool_stats() { return ReusingCpuAllocator::stats(); }
+void check_cpu_tensor_pool() { pool().check(); }
 
 void keep_freed_memory_for_reuse() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, kHeapBlockLimit);
   mallopt(M_TRIM_THRESHOLD, kNeverTrim);
 #endif
-  static ReusingCpuAllocator allocator;
+  static PoolAllocator allocator;
   // Above the default CPU allocator's priority (0); installing it twice is harmless.
   c10::SetCPUAllocator(&allocator, 1);
 }

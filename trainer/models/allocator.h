@@ -14,22 +14,23 @@ namespace tpuperf {
 // worth keeping, i.e. first thing in main. Ranking likewise: 1,000 tile configs with 5
 // fold models took 3.6 s instead of 0.47 s with chunks of 1024 configs, 30% of it in page
 // faults (perf; tests/bench/bench_rank.sh).
-// It also gives LibTorch's CPU tensors free lists per size class (sizes rounded up by at
-// most 25%): without them the heap of a training rank grew by megabytes a step, holes of
-// freed tensors left unused. Their memory is mapped on transparent huge pages where the
-// system allows (one page fault per 2 MiB, not per 4 KiB: the first epoch of a tile run
-// ran 2.3x slower than the next, filling the pool with 4 KiB faults; allocator.cpp).
+// It also gives LibTorch's CPU tensors a pool of their own (allocator.cpp): blocks cut from
+// segments of huge pages, split to the size asked and merged with free neighbours when
+// freed, so that the memory a run touches stays close to what its steps hold at once.
 void keep_freed_memory_for_reuse();
 
-// The bytes a CPU tensor of `bytes` takes from the pool: its size class.
-size_t cpu_tensor_size_class(size_t bytes);
-
-// The pool's state, in bytes of size classes: blocks held by tensors, free blocks kept,
-// the most ever held at once, and how many blocks were created (address space taken from
-// the system; a block whose memory went back and serves its class again is not new).
+// The pool's state in bytes (blocks with their 64-byte headers): blocks held by tensors
+// now and at most at once, the memory touched (each segment from its start up to the end
+// of the furthest block ever handed out: the pool never gives memory back), and the
+// address space mapped, in `segments` mappings.
 struct CpuPoolStats {
-  size_t live_bytes = 0, cached_bytes = 0, peak_live_bytes = 0, blocks_created = 0;
+  size_t live_bytes = 0, peak_live_bytes = 0, touched_bytes = 0, mapped_bytes = 0, segments = 0;
 };
 CpuPoolStats cpu_tensor_pool_stats();
+
+// Walks every block of the pool and throws std::logic_error naming the first broken
+// invariant (blocks that do not tile their segment, two free neighbours, a free block
+// missing from its list, byte counts that disagree). For tests.
+void check_cpu_tensor_pool();
 
 }  // namespace tpuperf
