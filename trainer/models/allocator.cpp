@@ -44,11 +44,13 @@ constexpr size_t kSegmentBytes = size_t{1} << 30;
 // with the tensor.
 constexpr size_t kMinSplit = 4 * kUnit;
 
-// Free lists by block size, in units: exact below 16 units, then 16 lists per power of
-// two (sizes in a list differ by less than 1/16). Up to 2^47 bytes.
+// Free lists by block size, in units: one per size below 32 units (2 KiB), then 16 per
+// power of two (sizes in a list differ by less than 1/16), for blocks below 2^48 bytes.
+// Larger requests than kMaxRequest throw std::bad_alloc (no system maps that much).
 constexpr int kSubBits = 4, kSub = 1 << kSubBits;
 constexpr int kClasses = kSub + (47 - 6 - kSubBits + 1) * kSub;
 constexpr int kWords = (kClasses + 63) / 64;
+constexpr size_t kMaxRequest = size_t{1} << 46;
 
 // The list a free block of `units` is kept in (its size rounded down to a list's least).
 int list_of(size_t units) {
@@ -111,6 +113,7 @@ Block* after(Block* b) { return reinterpret_cast<Block*>(reinterpret_cast<char*>
 class Pool {
  public:
   void* allocate(size_t n) {
+    if (n > kMaxRequest) throw std::bad_alloc();
     const size_t bytes = round_up(n, kUnit) + kUnit;
     std::lock_guard<std::mutex> lock(mutex_);
     Block* b = find(bytes);
@@ -181,7 +184,10 @@ class Pool {
     for (int i = 0; i < kClasses; ++i) {
       const bool marked = (nonempty_[static_cast<size_t>(i / 64)] >> (i % 64)) & 1;
       if (marked != (heads_[static_cast<size_t>(i)] != nullptr)) fail("a list's bit does not say whether it is empty");
+      const Block* head = heads_[static_cast<size_t>(i)];
+      if (head && head->prev_free) fail("a list's first block has a block before it");
       for (Block* b = heads_[static_cast<size_t>(i)]; b; b = b->next_free) {
+        if (listed == free_blocks) fail("the free lists hold more blocks than are free (or a cycle)");
         if (!b->free || list_of(b->bytes / kUnit) != i) fail("a listed block is not free or in the wrong list");
         if (b->next_free && b->next_free->prev_free != b) fail("a free list's links disagree");
         ++listed;
@@ -306,9 +312,9 @@ void keep_freed_memory_for_reuse() {
   mallopt(M_MMAP_THRESHOLD, kHeapBlockLimit);
   mallopt(M_TRIM_THRESHOLD, kNeverTrim);
 #endif
-  static PoolAllocator allocator;
+  static PoolAllocator* allocator = new PoolAllocator;  // never destroyed, as the pool
   // Above the default CPU allocator's priority (0); installing it twice is harmless.
-  c10::SetCPUAllocator(&allocator, 1);
+  c10::SetCPUAllocator(allocator, 1);
 }
 
 }  // namespace tpuperf

@@ -17,12 +17,15 @@ namespace tpuperf {
 // It also gives LibTorch's CPU tensors a pool of their own (allocator.cpp): blocks cut from
 // segments of huge pages, split to the size asked and merged with free neighbours when
 // freed, so that the memory a run touches stays close to what its steps hold at once.
+// The pool never gives memory back: the process keeps the most its tensors ever held at
+// once, and the holes between them, for its whole life (a ranker too).
 void keep_freed_memory_for_reuse();
 
 // The pool's state in bytes (blocks with their 64-byte headers): blocks held by tensors
 // now and at most at once, the memory touched (each segment from its start up to the end
-// of the furthest block ever handed out: the pool never gives memory back), and the
-// address space mapped, in `segments` mappings.
+// of the furthest block ever handed out: an estimate, as a block handed out counts whole
+// whether its tensor wrote it all or not), and the address space mapped, in `segments`
+// mappings.
 struct CpuPoolStats {
   size_t live_bytes = 0, peak_live_bytes = 0, touched_bytes = 0, mapped_bytes = 0, segments = 0;
 };
