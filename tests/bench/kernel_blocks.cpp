@@ -36,12 +36,13 @@ double best_gflops(int rounds, double flops, F&& f) {
 }
 
 // The weight gradient's kernel as sage_rows.cpp calls it: out (kJ x kM) += g^T b over all
-// rows, 32 rows a call (a block of means), register blocks of kJB rows x kVB vectors.
+// rows, a block of means (kMeansBlockRows) a call, register blocks of kJB rows x kVB vectors.
 template <int kJ, int kM, int kJB, int kVB>
 double outer_tile(Data& d, int rounds) {
   return best_gflops(rounds, 2.0 * d.rows * kJ * kM, [&] {
-    for (int64_t r = 0; r < d.rows; r += 32)
-      small_outer_rows<kJ, kM, kJB, kVB>(d.a.data(), kJ, d.b.data(), kM, r, std::min(d.rows, r + 32), d.out.data(), kM);
+    for (int64_t r = 0; r < d.rows; r += kMeansBlockRows)
+      small_outer_rows<kJ, kM, kJB, kVB>(d.a.data(), kJ, d.b.data(), kM, r, std::min(d.rows, r + kMeansBlockRows),
+                                         d.out.data(), kM);
   });
 }
 
@@ -66,13 +67,13 @@ void outer_tile_row(Data& d, int rounds) {
 }
 
 // The SAGE layer's matmuls as sage_rows.cpp calls them (matmul_rows, the blocks it chooses),
-// per block of 32 rows: x @ w_x, then means @ w_means (forward); x's gradient has the same
-// shapes (g, then the means of g).
+// per block of means (kMeansBlockRows): x @ w_x, then means @ w_means (forward); x's
+// gradient has the same shapes (g, then the means of g).
 template <int kH>
 double forward_as_called(Data& d, int rounds) {
   return best_gflops(rounds, 2.0 * d.rows * 3 * kH * kH, [&] {
-    for (int64_t r = 0; r < d.rows; r += 32) {
-      const int64_t e = std::min(d.rows, r + 32);
+    for (int64_t r = 0; r < d.rows; r += kMeansBlockRows) {
+      const int64_t e = std::min(d.rows, r + kMeansBlockRows);
       matmul_rows<kH, kH>(d.a.data(), kH, r, e, d.w.data(), d.out.data(), kH, true);
       matmul_rows<2 * kH, kH>(d.b.data(), 2 * kH, r, e, d.w.data() + kH * kH, d.out.data(), kH, true);
     }

@@ -10,9 +10,6 @@
 namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 namespace {
 
-// Rows of one block of means: the matmuls read a block's means while they are in cache.
-constexpr int64_t kMeansBlock = 32;
-
 // acc (kH / kLanes vectors) += the weighted rows of CSR row u of src (one slot's rows of
 // width src_width, columns off .. off + kH): weight 1 / (row length) ("own", other_ptr null)
 // or 1 / (length of v's row in other_ptr) ("theirs"). The sum stays in registers: the
@@ -51,9 +48,9 @@ void means_row(const float* slab, const CsrGraph& g, int64_t u, float* m) {
 template <int kH>
 void forward(const float* x, int64_t N, const CsrGraph& g, int64_t b, int64_t e, const float* wt,
              const float* bias, float* out) {
-  alignas(64) float means[kMeansBlock * 2 * kH];
-  for (int64_t b0 = b; b0 < e; b0 += kMeansBlock) {
-    const int64_t e0 = std::min(e, b0 + kMeansBlock);
+  alignas(64) float means[kMeansBlockRows * 2 * kH];
+  for (int64_t b0 = b; b0 < e; b0 += kMeansBlockRows) {
+    const int64_t e0 = std::min(e, b0 + kMeansBlockRows);
     for (int64_t r = b0; r < e0; ++r) means_row<kH>(x + (r / N) * N * kH, g, r % N, means + (r - b0) * 2 * kH);
     // The output rows start as the bias, written per block while in cache (whole vectors:
     // std::copy was a libc call a row).
@@ -86,9 +83,9 @@ template <int kH>
 void backward(const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0, int64_t r1,
               const float* ws, float* gx, float* gws, double* gb) {
   std::fill(gws, gws + 3 * kH * kH, 0.0f);
-  alignas(64) float means[kMeansBlock * 2 * kH];
-  for (int64_t b0 = r0; b0 < r1; b0 += kMeansBlock) {
-    const int64_t e0 = std::min(r1, b0 + kMeansBlock), n = e0 - b0;
+  alignas(64) float means[kMeansBlockRows * 2 * kH];
+  for (int64_t b0 = r0; b0 < r1; b0 += kMeansBlockRows) {
+    const int64_t e0 = std::min(r1, b0 + kMeansBlockRows), n = e0 - b0;
     for (int64_t r = b0; r < e0; ++r) grad_means_row<kH>(g + (r / N) * N * kH, graph, r % N, means + (r - b0) * 2 * kH);
     matmul_rows<kH, kH>(g, kH, b0, e0, ws, gx, kH, false);
     matmul_rows<2 * kH, kH>(means, 2 * kH, 0, n, ws + kH * kH, gx + b0 * kH, kH, true);

@@ -9,6 +9,14 @@
 
 namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 
+// Rows of one block of SAGE means (sage_rows.cpp): the matmuls read a block's means while
+// they are in cache (64 rows of 2 x 64 means: 32 KiB). With AVX2, 64 rows: the weight
+// gradient's register blocks (12 accumulators) are stored half as often, and the AVX2 tile
+// default trained 1.039x faster than with 32 (median of 10 alternating pairs, 9 faster;
+// layout default 1.001x, 5 pairs; 2026-12-07, docs/experiments E49). AVX-512 keeps 32 (not
+// measured).
+constexpr int64_t kMeansBlockRows = kLanes == 8 ? 64 : 32;
+
 // ------------------------------------------------------------- rows times a small matrix
 // The SAGE layer's matmuls have K of H or 2H and M of H (32 to 128): too small for a
 // BLAS's packing to pay off. These kernels keep a block of outputs in vector registers and
