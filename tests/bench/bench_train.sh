@@ -65,7 +65,8 @@
 #   (default $TPUPERF_BENCH_DIR/raw, shared with bench_preprocess.sh): the bench tree;
 #   BENCH_COLLECTIONS (default: all five), BENCH_EPOCHS (8), BENCH_STEPS (20): what
 #   --bench-tree trains (default: as the quality part); TP_PATHS and TP_AVX2_BIN: the paths
-#   part's vector paths and AVX2 binaries (above).
+#   part's vector paths and AVX2 binaries (above); TP_WARM_MB (default 3072, 0: off): MB a
+#   process writes and frees before each run of either tool (warm_memory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -136,6 +137,18 @@ if { [ "$DO_THROUGHPUT" = 1 ] || [ "$DO_ANCHOR" = 1 ]; } && ! $PY -c "import tor
 fi
 mkdir -p "$WORK" "$RES"
 load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# warm_memory: a process writes TP_WARM_MB MB and frees them, before each timed run of
+# either tool. On this project's VMs memory the guest has freed goes back to the host, and
+# a process's first touch of it cost ~2.5 ms a MB; without the warm-up the reference's
+# tile default ran at 4,100-5,200 configs/s (fastest right after a large layout run), with
+# it at 5,200-6,200 (its steps keep touching fresh memory); tpuperf's barely moved
+# (docs/experiments E49).
+export TP_WARM_MB=${TP_WARM_MB:-3072}
+warm_memory() {
+  [ "$TP_WARM_MB" -gt 0 ] || return 0
+  $PY -c "import numpy as np; a = np.ones($TP_WARM_MB * 2**20 // 8); del a"
+}
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
 mpi() { local np=$1; shift; mpirun --bind-to none --oversubscribe -np "$np" "$@"; }
@@ -292,6 +305,7 @@ tp_run() {
   [ -n "$gps" ] && extra+=(--set "train.graphs_per_step=$gps")
   rm -rf "$out"
   train_cfg "$WORK/$tag.yaml" "$WORK/small-k1" "$out"
+  warm_memory
   local l0; l0=$(load1)
   # /usr/bin/time per rank: how much of a core each rank got over its whole run (start-up,
   # loading and evaluation included), to tell contention from the trainer's own waiting.
@@ -365,6 +379,7 @@ ref_run() {
   # shellcheck disable=SC2206  # the variant is a list of flags
   [ -n "$variant" ] && extra=($variant)
   ref_args "$coll"
+  warm_memory
   local l0; l0=$(load1)
   env "${RUN_ENV[@]}" $PY "$HERE/reference_train.py" "${REF_ARGS[@]}" --epochs "$epochs" --steps-per-epoch "$steps" \
     --dropout "${dropout:-$(coll_setting "$coll" dropout)}" "${extra[@]}" \
@@ -400,13 +415,13 @@ PY
 collect() {
   $PY - "$WORK/runs.jsonl" "$RES/$1.json" "$(stamp)" "$2" "$ROUNDS" "$QUALITY_SETTINGS" "$TP_CHECK_EPOCHS" \
     "$TP_CHECK_STEPS" "$HERE" <<'PY'
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[9])
 from results_md import machine
 runs_path, out, when, epochs, rounds, settings, check_epochs, check_steps = sys.argv[1:9]
 runs = [json.loads(l) for l in open(runs_path)]
 json.dump(dict(when=when, machine=machine(), epochs=int(epochs), rounds=int(rounds), settings=settings, runs=runs,
-               check_epochs=int(check_epochs), check_steps=int(check_steps)),
+               check_epochs=int(check_epochs), check_steps=int(check_steps), warm_mb=int(os.environ["TP_WARM_MB"])),
           open(out, "w"), indent=1)
 PY
 }
@@ -608,6 +623,17 @@ def on_machine(part):
     """' on <CPU>' for a part that recorded the machine it ran on (parts run before
     2026-12-07 did not: the section's Machine line is then the only record)."""
     return f" on {part['machine']}" if part.get("machine") else ""
+
+def warm_note(part):
+    """What the part's runs did before each timed run (warm_memory in bench_train.sh); parts
+    run before 2026-12-07 08:50 UTC did nothing."""
+    mb = part.get("warm_mb", 0)
+    if not mb:
+        return "No memory warm-up before the runs."
+    return (f"Before each run of either tool a process wrote and freed {mb} MB (`TP_WARM_MB`): on this VM "
+            "memory the guest frees goes back to the host, a first touch of it cost ~2.5 ms a MB, and "
+            "without the warm-up the reference's AVX2 tile default ran at 4,100-5,200 configs/s (fastest right "
+            "after a large run), with it at 5,200-6,200 (docs/experiments E49).")
 
 def load(name):
     p = os.path.join(res, name + ".json")
@@ -813,7 +839,8 @@ if tp:
               f"--epochs {tp['epochs']} ... --threads 1` (Debian python3-torch, "
               f"torch.__version__ {next((r['torch'] for r in runs if r.get('torch')), '?')}). configs/s = configs of all "
               "training steps / their seconds (evaluation and loading excluded on both sides); "
-              f"{tp['rounds']} rounds alternating the tools, best round shown, all rounds in brackets.", "",
+              f"{tp['rounds']} rounds alternating the tools, best round shown, all rounds in brackets. "
+              f"{warm_note(tp)}", "",
               "| collection | model | tpuperf configs/s per core | reference configs/s per core | ratio | target | "
               f"dropout-0 check ({check_len}), losses per epoch, max rel. diff: reference vs tpuperf plain; "
               "vs tpuperf fused; tpuperf fused vs plain | max abs. weight diff after the check: reference vs "
@@ -989,7 +1016,8 @@ if paths:
               "both tools with `OPENBLAS_CORETYPE=Haswell` (OpenBLAS's AVX2 kernels; Debian's LibTorch "
               "dispatches its own kernels up to AVX2 on every CPU: `torch.__config__.show()` says 'CPU "
               "capability usage: AVX2'). Same settings, epochs and configs/s as the throughput table; "
-              f"{paths['rounds']} rounds alternating the tools, best round shown, all rounds in brackets.", "",
+              f"{paths['rounds']} rounds alternating the tools, best round shown, all rounds in brackets. "
+              f"{warm_note(paths)}", "",
               "| path | collection | model | tpuperf path | build | tpuperf configs/s per core | reference configs/s "
               "per core | ratio | target | load per round (tp; ref) | per CPU second: tpuperf (estimate); "
               "reference; ratio |",
