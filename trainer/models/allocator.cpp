@@ -183,10 +183,10 @@ class Pool {
     size_t listed = 0;
     for (int i = 0; i < kClasses; ++i) {
       const bool marked = (nonempty_[static_cast<size_t>(i / 64)] >> (i % 64)) & 1;
-      if (marked != (heads_[static_cast<size_t>(i)] != nullptr)) fail("a list's bit does not say whether it is empty");
-      const Block* head = heads_[static_cast<size_t>(i)];
+      Block* const head = heads_[static_cast<size_t>(i)];
+      if (marked != (head != nullptr)) fail("a list's bit does not say whether it is empty");
       if (head && head->prev_free) fail("a list's first block has a block before it");
-      for (Block* b = heads_[static_cast<size_t>(i)]; b; b = b->next_free) {
+      for (Block* b = head; b; b = b->next_free) {
         if (listed == free_blocks) fail("the free lists hold more blocks than are free (or a cycle)");
         if (!b->free || list_of(b->bytes / kUnit) != i) fail("a listed block is not free or in the wrong list");
         if (b->next_free && b->next_free->prev_free != b) fail("a free list's links disagree");

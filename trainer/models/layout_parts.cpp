@@ -29,13 +29,10 @@ torch::Tensor sage_blocks_over_configs(std::vector<SageBlock>& blocks, const tor
                                        const Batch& batch, const BatchGraph& graph,
                                        const std::function<torch::Tensor()>& config_term) {
   const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
-  if (M == 0 || blocks.empty()) {
-    auto x = add_configs_per_slot(base, batch, config_term);
-    for (auto& block : blocks) x = block->forward(x, graph);
-    return x;
-  }
-  auto x = blocks.front()->forward_configs(base, config_term().view({S, M, H}), batch.config_node, graph);
-  for (size_t i = 1; i < blocks.size(); ++i) x = blocks[i]->forward(x, graph);
+  const bool split = M > 0 && !blocks.empty();  // else the blocks all take the summed states
+  auto x = split ? blocks.front()->forward_configs(base, config_term().view({S, M, H}), batch.config_node, graph)
+                 : add_configs_per_slot(base, batch, config_term);
+  for (size_t i = split ? 1 : 0; i < blocks.size(); ++i) x = blocks[i]->forward(x, graph);
   return x;
 }
 

@@ -265,7 +265,8 @@ std::string train_fold(const TrainSettings& settings, const std::string& collect
                    epoch + 1, s.epochs, loss, scores, cps, size, sync, format_duration(seconds, 1),
                    format_duration(oof_s + valid_s, 1));
       const CpuPoolStats pool = cpu_tensor_pool_stats();
-      spdlog::debug("{} epoch {}: tensor pool {:.0f} MB live, peak {:.0f} MB live, {:.0f} MB touched, {:.0f} MB mapped in {} segments",
+      spdlog::debug("{} epoch {}: tensor pool {:.0f} MB live, peak {:.0f} MB live, {:.0f} MB touched, "
+                    "{:.0f} MB mapped in {} segments",
                     label, epoch + 1, pool.live_bytes / 1e6, pool.peak_live_bytes / 1e6, pool.touched_bytes / 1e6,
                     pool.mapped_bytes / 1e6, pool.segments);
       // The oof and valid rows' elapsed_s is the seconds their scoring took.
