@@ -187,8 +187,8 @@ TEST_F(FusedOps, SageLinearMatchesLinearOfConcatenatedMeans) {
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
     // Trial 5 has more rows (366) than 8 backward parts of 32: parts of 46 rows, the last
     // one shorter. Trials 6 and 7 are trials 0 and 1 at H = 64. Trials 8 and 9 (H = 32, 64)
-    // have 1085 rows: parts of 136, each 4 blocks of 32 rows (sage_rows.cpp) and a shorter
-    // one.
+    // have 1085 rows (5 slots of 217): parts of 136, most starting inside a slot, each in
+    // blocks of kMeansBlockRows rows (sage_rows.cpp: 32 or 64) and a shorter one.
     for (int trial = 0; trial < 10; ++trial) {
       const bool many = trial >= 8;
       const int64_t n = many ? 217 : trial % 6 == 5 ? 61 : 20 + 7 * (trial % 6),
