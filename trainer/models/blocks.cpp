@@ -145,13 +145,20 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
   return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), d.p, d.seed);
 }
 
+torch::Tensor SageBlockImpl::forward_linear(const torch::Tensor& z, const torch::Tensor& x) {
+  const DropoutDraw d = draw_dropout(*this, dropout);
+  return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), d.p, d.seed);
+}
+
 torch::Tensor SageBlockImpl::forward_configs(const torch::Tensor& base, const torch::Tensor& term,
-                                             const torch::Tensor& config_node, const BatchGraph& graph) {
+                                             const torch::Tensor& config_node, const BatchGraph& graph,
+                                             torch::Tensor* base_linear) {
   const int64_t S = term.size(0), M = term.size(1), N = base.size(0), H = base.size(1);
   const auto x = base.unsqueeze(0).expand({S, N, H}).index_add(1, config_node, term);
   if (!fused) return forward(x, graph);
   const DropoutDraw d = draw_dropout(*this, dropout);  // where forward draws it
   const auto from_base = sage_linear(base.unsqueeze(0), linear->weight, linear->bias, graph.adjacency());
+  if (base_linear) *base_linear = from_base;
   // W's blocks [W_self | W_producers | W_consumers] (H x 3H) side by side as H x 3H inputs
   // to outputs: row 3 m + k of the product is term m through block k.
   const auto blocks = linear->weight.reshape({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});

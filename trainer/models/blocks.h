@@ -64,8 +64,15 @@ struct SageBlockImpl : torch::nn::Module {
   // plain path forms x; the fused one takes W's blocks to base (N rows) and to the terms
   // (S x M rows) apart, and moves the terms' products along the edges from configurable
   // nodes (add_gathered_sum), since the means are linear: N + S x M rows instead of S x N.
+  // With base_linear, the fused path also returns there its product of base (1 x N x H),
+  // which is sage_linear(base) and so forward(base)'s (forward_linear takes it from there);
+  // the plain path leaves base_linear undefined.
   torch::Tensor forward_configs(const torch::Tensor& base, const torch::Tensor& term,
-                                const torch::Tensor& config_node, const BatchGraph& graph);
+                                const torch::Tensor& config_node, const BatchGraph& graph,
+                                torch::Tensor* base_linear = nullptr);
+  // forward(x) given z = its sage_linear(x, ...), computed elsewhere: the epilogue alone,
+  // drawing the dropout seed as forward does.
+  torch::Tensor forward_linear(const torch::Tensor& z, const torch::Tensor& x);
 
   torch::nn::Linear linear{nullptr};
   torch::nn::LayerNorm norm{nullptr};

@@ -27,10 +27,12 @@ torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch
 
 torch::Tensor sage_blocks_over_configs(std::vector<SageBlock>& blocks, const torch::Tensor& base,
                                        const Batch& batch, const BatchGraph& graph,
-                                       const std::function<torch::Tensor()>& config_term) {
+                                       const std::function<torch::Tensor()>& config_term,
+                                       torch::Tensor* base_linear) {
   const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
   const bool split = M > 0 && !blocks.empty();  // else the blocks all take the summed states
-  auto x = split ? blocks.front()->forward_configs(base, config_term().view({S, M, H}), batch.config_node, graph)
+  auto x = split ? blocks.front()->forward_configs(base, config_term().view({S, M, H}), batch.config_node, graph,
+                                                    base_linear)
                  : add_configs_per_slot(base, batch, config_term);
   for (size_t i = split ? 1 : 0; i < blocks.size(); ++i) x = blocks[i]->forward(x, graph);
   return x;

@@ -38,9 +38,10 @@ torch::Tensor add_configs_per_slot(const torch::Tensor& base, const Batch& batch
 // The SAGE blocks over add_configs_per_slot(base, batch, config_term): steps 2 and 3 of
 // both layout models. The first block takes base and the config terms apart
 // (SageBlock::forward_configs: on the fused path N + S x M rows through its weight instead
-// of S x N); the same function of its input either way.
+// of S x N); the same function of its input either way. base_linear: as forward_configs'.
 torch::Tensor sage_blocks_over_configs(std::vector<SageBlock>& blocks, const torch::Tensor& base,
                                        const Batch& batch, const BatchGraph& graph,
-                                       const std::function<torch::Tensor()>& config_term);
+                                       const std::function<torch::Tensor()>& config_term,
+                                       torch::Tensor* base_linear = nullptr);
 
 }  // namespace tpuperf

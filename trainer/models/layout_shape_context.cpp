@@ -61,14 +61,18 @@ class LayoutShapeContext : public RankingModel {
   torch::Tensor forward(const Batch& batch) override {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
-    const auto x = sage_blocks_over_configs(blocks, base, batch, graph, [&] {  // 2.-3. S x N x H
-      const auto shape = shape_in(require_config_shape(batch, kArch).flatten(0, 1));
-      return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused) + shape, fused));
-    });
+    torch::Tensor base_linear;  // the first block's product of base, if its fused path made one
+    const auto x = sage_blocks_over_configs(
+        blocks, base, batch, graph,
+        [&] {  // 2.-3. S x N x H
+          const auto shape = shape_in(require_config_shape(batch, kArch).flatten(0, 1));
+          return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused) + shape, fused));
+        },
+        &base_linear);
     auto scores = readout_scores(x, batch);  // 4. G x S
     // 5. After the readout, as it always was: in training each SAGE block and the readout
     // draw a dropout seed from torch's generator, in this order.
-    if (batch.config_node.size(0) > 0) scores = scores + wide_cost(context_state(base, graph), batch);
+    if (batch.config_node.size(0) > 0) scores = scores + wide_cost(context_state(base, base_linear, graph), batch);
     return scores;
   }
 
@@ -81,10 +85,13 @@ class LayoutShapeContext : public RankingModel {
     return readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
   }
 
-  // N x H: the nodes' config-free states after the SAGE blocks.
-  torch::Tensor context_state(const torch::Tensor& base, const BatchGraph& graph) {
+  // N x H: the nodes' config-free states after the SAGE blocks. The first block's linear
+  // map of base is base_linear when step 3 made it (the fused path: a third of this pass's
+  // matmuls and gathers, forward and backward, not done twice).
+  torch::Tensor context_state(const torch::Tensor& base, const torch::Tensor& base_linear, const BatchGraph& graph) {
     auto x = base.unsqueeze(0);
-    for (auto& block : blocks) x = block->forward(x, graph);
+    for (size_t i = 0; i < blocks.size(); ++i)
+      x = i == 0 && base_linear.defined() ? blocks[0]->forward_linear(base_linear, x) : blocks[i]->forward(x, graph);
     return x.squeeze(0);
   }
 
