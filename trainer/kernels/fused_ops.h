@@ -19,7 +19,8 @@
 //   counter_dropout    dropout whose mask is a hash of (seed, element index): nothing is
 //                      stored, backward regenerates it (used where tensors are small);
 //   segment_mean_max   per-graph mean and max pooling of contiguous node ranges, both halves
-//                      of the readout's cat written in one pass;
+//                      of the readout's cat written in one pass (and of some rows picked
+//                      by index: the layout readout's configurable nodes);
 //   add_gathered       node[u] + table[s, index[u]] for every slot s and node u: the tile
 //                      model's per-node plus per-(slot, graph) inputs, whose backward is one
 //                      pass (a sum over slots and a sum per table row) instead of LibTorch's
@@ -70,6 +71,11 @@ torch::Tensor sage_linear(const torch::Tensor& x, const torch::Tensor& weight,
 // rows; graphs without nodes pool to 0. Max gradients are split among tied maxima, as
 // scatter_reduce("amax") does.
 torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets);
+// [S, G, 4H]: the same, then the mean and max of rows picks[k], k in pick_offsets[g] ..
+// pick_offsets[g + 1] - 1 (each a row of graph g), in one pass (no [S, K, H] gather formed;
+// backward writes x's gradient once).
+torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets,
+                               const std::vector<int64_t>& pick_offsets, const torch::Tensor& picks);
 
 // [S, N, H]: out[s, u] = node[u] + table[s, index[u]] (node [N, H], table [S, T, H], index N
 // values in [0, T)).

@@ -108,11 +108,10 @@ TORCH_MODULE(ConfigAttention);
 // Per graph: the mean then the max of its nodes' states, [.., N, H] -> [.., G, 2H].
 torch::Tensor pool_mean_max(const torch::Tensor& x, const Batch& batch, bool fused);
 
-// The same over each graph's configurable nodes only (layout batches): their states
-// [S, M, H] (x.index_select(1, batch.config_node)) -> [S, G, 2H]. A layout config changes
-// only these nodes' inputs; in a mean over all nodes one node's change is diluted by the
-// graph's size, here it is not.
-torch::Tensor pool_config_nodes(const torch::Tensor& config_states, const Batch& batch, bool fused);
+// pool_mean_max, then the same over each graph's configurable nodes only (layout batches):
+// [S, N, H] -> [S, G, 4H]. A layout config changes only these nodes' inputs; in a mean over
+// all nodes one node's change is diluted by the graph's size, here it is not.
+torch::Tensor pool_nodes_and_config_nodes(const torch::Tensor& x, const Batch& batch, bool fused);
 
 // Per-config node states (S x N x H) -> scores (G x S): mean+max pooling per graph, MLP,
 // optional cross-config attention (S x S per graph over pooled embeddings, not per node:

@@ -79,10 +79,8 @@ class LayoutShapeContext : public RankingModel {
  private:
   // Step 4: G x S scores from the states after the blocks (S x N x H).
   torch::Tensor readout_scores(const torch::Tensor& x, const Batch& batch) {
-    const auto config_states = x.index_select(1, batch.config_node);  // S x M x H
-    const auto pooled =
-        torch::cat({pool_mean_max(x, batch, fused), pool_config_nodes(config_states, batch, fused)}, -1);
-    return readout->forward_pooled(pooled.transpose(0, 1), batch);  // S x G -> G x S
+    const auto pooled = pool_nodes_and_config_nodes(x, batch, fused);  // S x G x 4H
+    return readout->forward_pooled(pooled.transpose(0, 1), batch);    // S x G -> G x S
   }
 
   // N x H: the nodes' config-free states after the SAGE blocks. The first block's linear

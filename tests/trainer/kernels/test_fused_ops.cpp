@@ -451,6 +451,38 @@ TEST_F(FusedOps, SegmentMeanMaxMatchesScatterPooling) {
       {torch::randn({2, 11, 3}, torch::kFloat64)});
 }
 
+// With picks: the picked rows' pooling against index_select and scatter pooling. Graph 0
+// picks row 2 twice (a node listed twice), graph 1 none, graph 2 (no rows) none, graph 3
+// three rows.
+TEST_F(FusedOps, SegmentMeanMaxOfPickedRowsMatchesIndexSelectThenPooling) {
+  const std::vector<int64_t> offsets = {0, 4, 5, 5, 11}, pick_offsets = {0, 3, 3, 3, 6};
+  const auto picks = torch::tensor(std::vector<int64_t>{1, 2, 2, 5, 9, 10});
+  const auto pick_graph = torch::tensor(std::vector<int64_t>{0, 0, 0, 3, 3, 3});
+  std::vector<int64_t> graph_of;
+  for (int64_t g = 0; g + 1 < static_cast<int64_t>(offsets.size()); ++g)
+    for (int64_t n = offsets[g]; n < offsets[g + 1]; ++n) graph_of.push_back(g);
+  const auto segment = torch::tensor(graph_of);
+  const Fn fused = [&](const std::vector<torch::Tensor>& in) {
+    return segment_mean_max(in[0], offsets, pick_offsets, picks);
+  };
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    const Fn plain = [&](const std::vector<torch::Tensor>& in) {
+      const auto picked = in[0].index_select(1, picks);
+      return torch::cat({segment_mean(in[0], segment, 4), segment_max(in[0], segment, 4),
+                         segment_mean(picked, pick_graph, 4), segment_max(picked, pick_graph, 4)},
+                        -1);
+    };
+    auto x = torch::randn({3, 11, 5}, torch::TensorOptions().dtype(dtype));
+    expect_same(fused, plain, {x}, 1e-5, 1e-6);
+    x[2].select(1, 3).fill_(0.25);  // ties among picked and unpicked rows
+    expect_same(fused, plain, {x}, 1e-5, 1e-6);
+  }
+  expect_finite_differences(fused, {torch::randn({2, 11, 3}, torch::kFloat64)});
+  EXPECT_THROW(segment_mean_max(torch::randn({2, 11, 3}), offsets, pick_offsets,
+                                torch::tensor(std::vector<int64_t>{1, 2, 4, 5, 9, 10})),
+               c10::Error);  // row 4 is graph 1's, not graph 0's
+}
+
 // ------------------------------------------------------------------------------ dropout
 TEST_F(FusedOps, DropoutKeepRateIsOneMinusP) {
   const int64_t n = 1 << 20;
