@@ -59,12 +59,16 @@ struct SegmentMeanMax : torch::autograd::Function<SegmentMeanMax> {
     const int64_t *off = offsets.data_ptr<int64_t>(), *poff = picked ? pick_offsets.data_ptr<int64_t>() : nullptr,
                   *pk = picked ? picks.data_ptr<int64_t>() : nullptr;
     TORCH_CHECK(G >= 0 && off[0] == 0 && off[G] == N, "segment_mean_max: offsets do not cover ", N, " nodes");
+    // Rising offsets: each task (slot, graph) writes only its graph's rows in backward.
+    for (int64_t g = 0; g < G; ++g) TORCH_CHECK(off[g] <= off[g + 1], "segment_mean_max: offsets decrease at ", g);
     if (picked) {
       TORCH_CHECK(pick_offsets.numel() == G + 1 && poff[0] == 0 && poff[G] == picks.numel(),
                   "segment_mean_max: pick offsets do not cover the ", picks.numel(), " picks of ", G, " graphs");
-      for (int64_t g = 0; g < G; ++g)
+      for (int64_t g = 0; g < G; ++g) {
+        TORCH_CHECK(poff[g] <= poff[g + 1], "segment_mean_max: pick offsets decrease at ", g);
         for (int64_t k = poff[g]; k < poff[g + 1]; ++k)
           TORCH_CHECK(pk[k] >= off[g] && pk[k] < off[g + 1], "segment_mean_max: pick ", pk[k], " is not a row of graph ", g);
+      }
     }
     auto out = torch::zeros({S, G, width}, x.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "segment_mean_max", [&] {
@@ -137,6 +141,8 @@ torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t
 torch::Tensor segment_mean_max(const torch::Tensor& x, const std::vector<int64_t>& offsets,
                                const std::vector<int64_t>& pick_offsets, const torch::Tensor& picks) {
   check_states(x, 3, "segment_mean_max: x");
+  TORCH_CHECK(pick_offsets.size() == offsets.size(), "segment_mean_max: ", pick_offsets.size() - 1,
+              " graphs of picks for ", offsets.size() - 1, " graphs");
   return SegmentMeanMax::apply(x, torch::tensor(offsets, torch::kInt64), torch::tensor(pick_offsets, torch::kInt64),
                                picks.to(torch::kInt64).contiguous());
 }

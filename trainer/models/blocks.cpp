@@ -150,6 +150,7 @@ torch::Tensor SageBlockImpl::forward_split(const torch::Tensor& node, const torc
 }
 
 torch::Tensor SageBlockImpl::forward_linear(const torch::Tensor& z, const torch::Tensor& x) {
+  TORCH_CHECK(fused, "SageBlock::forward_linear: the plain path forms its linear map itself");
   const DropoutDraw d = draw_dropout(*this, dropout);
   return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), d.p, d.seed);
 }

@@ -66,7 +66,7 @@ struct SageBlockImpl : torch::nn::Module {
   // nodes (add_gathered_sum), since the means are linear: N + S x M rows instead of S x N.
   // With base_linear, the fused path also returns there its product of base (1 x N x H),
   // which is sage_linear(base) and so forward(base)'s (forward_linear takes it from there);
-  // the plain path leaves base_linear undefined.
+  // the plain path does not touch it.
   torch::Tensor forward_configs(const torch::Tensor& base, const torch::Tensor& term,
                                 const torch::Tensor& config_node, const BatchGraph& graph,
                                 torch::Tensor* base_linear = nullptr);

@@ -30,6 +30,7 @@ torch::Tensor sage_blocks_over_configs(std::vector<SageBlock>& blocks, const tor
                                        const std::function<torch::Tensor()>& config_term,
                                        torch::Tensor* base_linear) {
   const int64_t S = batch.slate, M = batch.config_node.size(0), H = base.size(1);
+  if (base_linear) *base_linear = torch::Tensor();  // set only by the fused first block below
   const bool split = M > 0 && !blocks.empty();  // else the blocks all take the summed states
   auto x = split ? blocks.front()->forward_configs(base, config_term().view({S, M, H}), batch.config_node, graph,
                                                     base_linear)

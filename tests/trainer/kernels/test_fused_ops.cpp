@@ -483,6 +483,36 @@ TEST_F(FusedOps, SegmentMeanMaxOfPickedRowsMatchesIndexSelectThenPooling) {
                c10::Error);  // row 4 is graph 1's, not graph 0's
 }
 
+// The picked pooling's backward (tasks of one (slot, graph) each, picks added after the
+// graph's rows are written) and add_gathered_sum's (a task per slot) give the same bits
+// with 1 and 3 threads.
+TEST_F(FusedOps, PickedPoolingAndGatheredSumsDoNotDependOnTheNumberOfThreads) {
+  const int64_t S = 6, G = 5, per = 30, N = G * per, H = 16, T = 11;
+  std::vector<int64_t> offsets, pick_offsets = {0}, picks, ptr = {0}, index;
+  std::vector<double> weight;
+  for (int64_t g = 0; g <= G; ++g) offsets.push_back(g * per);
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t k = 0; k < 6; ++k) picks.push_back(g * per + (7 * k + g) % per);
+    picks.push_back(picks.back());  // a node picked twice
+    pick_offsets.push_back(static_cast<int64_t>(picks.size()));
+  }
+  for (int64_t u = 0; u < N; ++u) {
+    for (int64_t k = 0; k < u % 3; ++k) index.push_back((7 * u + k) % T), weight.push_back(0.5);
+    ptr.push_back(static_cast<int64_t>(index.size()));
+  }
+  const auto pt = torch::tensor(ptr), it = torch::tensor(index), wt = torch::tensor(weight), pk = torch::tensor(picks);
+  const Fn f = [&](const std::vector<torch::Tensor>& in) {
+    return segment_mean_max(add_gathered_sum(in[0], in[1], pt, it, wt), offsets, pick_offsets, pk);
+  };
+  const std::vector<torch::Tensor> in{torch::randn({N, H}), torch::randn({S, T, H})};
+  const auto w = torch::randn({S, G, 4 * H});
+  torch::set_num_threads(3);
+  const auto three = value_and_grads(f, in, w);
+  torch::set_num_threads(1);
+  const auto one = value_and_grads(f, in, w);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], three[i])) << "tensor " << i;
+}
+
 // ------------------------------------------------------------------------------ dropout
 TEST_F(FusedOps, DropoutKeepRateIsOneMinusP) {
   const int64_t n = 1 << 20;

@@ -128,8 +128,10 @@ inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float sc
   using I16Vec = int16_t __attribute__((vector_size(4 * kLanes)));
   using I16Half = int16_t __attribute__((vector_size(2 * kLanes)));  // kLanes lanes
   // hash_of_quad for quads q = 8 row + j, j = 0..7: splitmix64(seed + gamma q) mixes
-  // seed + gamma (8 row) + gamma (j + 1), a per-row base plus a constant vector, so only
-  // one scalar multiply depends on the row.
+  // seed + gamma (8 row) + gamma (j + 1), a per-row base plus a constant (with AVX-512 a
+  // constant vector: only one scalar multiply depends on the row).
+  constexpr int kRowHashes = 8;  // 32 elements, 4 to a hash
+  static_assert(kRowVecs / 2 * kHashes == kRowHashes, "a row of 32 takes 8 hashes");
   const uint64_t base = seed + kSplitMix64Gamma * 8 * static_cast<uint64_t>(row);
 #if defined(__AVX512F__)
   U64Vec steps;
@@ -141,9 +143,9 @@ inline Row32 row32_keep(uint64_t seed, int64_t row, uint16_t threshold, float sc
   // register is built from 4 of them (not through memory: 8-byte stores do not forward to a
   // 32-byte load): the epilogue's forward with dropout took 68 ns a row of 64 instead of
   // 80 (2026-12-07).
-  uint64_t hashes[8];
+  uint64_t hashes[kRowHashes];
 #pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kRowHashes; ++j) {
     uint64_t state = base + kSplitMix64Gamma * static_cast<uint64_t>(j + 1);
     asm("" : "+r"(state));
     hashes[j] = splitmix64_mix(state);
