@@ -51,12 +51,16 @@ template <int kH>
 }
 
 // Calls f(slab, u, i) for rows r = r0 + i in [r0, r1) of S slots of N rows each: slab is
-// slot r / N's first row, u = r % N (one division per call, not one per row).
+// slot r / N's first row, u = r % N (one division per call, not one per row). Before each
+// row it prefetches the consumers' rows of the row kPrefetchRows ahead in the same slot
+// (both the forward's and the backward's gathers read them).
 template <int kH, typename F>
-[[gnu::always_inline]] inline void for_slot_rows(const float* x, int64_t N, int64_t r0, int64_t r1, F&& f) {
+[[gnu::always_inline]] inline void for_slot_rows(const float* x, int64_t N, const CsrGraph& g, int64_t r0, int64_t r1,
+                                                 F&& f) {
   int64_t u = r0 % N;
   const float* slab = x + (r0 - u) * kH;
   for (int64_t i = 0; i < r1 - r0; ++i) {
+    if (u + kPrefetchRows < N) prefetch_rows<kH>(slab, g.consumer_ptr, g.consumer_idx, u + kPrefetchRows);
     f(slab, u, i);
     if (++u == N) u = 0, slab += N * kH;
   }
@@ -77,8 +81,7 @@ void forward(const float* x, int64_t N, const CsrGraph& g, int64_t b, int64_t e,
   alignas(64) float means[kMeansBlockRows * 2 * kH];
   for (int64_t b0 = b; b0 < e; b0 += kMeansBlockRows) {
     const int64_t e0 = std::min(e, b0 + kMeansBlockRows);
-    for_slot_rows<kH>(x, N, b0, e0, [&](const float* slab, int64_t u, int64_t i) {
-      if (u + kPrefetchRows < N) prefetch_rows<kH>(slab, g.consumer_ptr, g.consumer_idx, u + kPrefetchRows);
+    for_slot_rows<kH>(x, N, g, b0, e0, [&](const float* slab, int64_t u, int64_t i) {
       means_row<kH>(slab, g, u, means + i * 2 * kH);
     });
     // The output rows start as the bias, written per block while in cache (whole vectors:
@@ -109,8 +112,7 @@ void backward(const float* g, const float* x, int64_t N, const CsrGraph& graph, 
   alignas(64) float means[kMeansBlockRows * 2 * kH];
   for (int64_t b0 = r0; b0 < r1; b0 += kMeansBlockRows) {
     const int64_t e0 = std::min(r1, b0 + kMeansBlockRows), n = e0 - b0;
-    for_slot_rows<kH>(g, N, b0, e0, [&](const float* slab, int64_t v, int64_t i) {
-      if (v + kPrefetchRows < N) prefetch_rows<kH>(slab, graph.consumer_ptr, graph.consumer_idx, v + kPrefetchRows);
+    for_slot_rows<kH>(g, N, graph, b0, e0, [&](const float* slab, int64_t v, int64_t i) {
       grad_means_row<kH>(slab, graph, v, means + i * 2 * kH);
     });
     matmul_rows<kH, kH>(g, kH, b0, e0, ws, gx, kH, false);
