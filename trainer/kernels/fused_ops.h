@@ -8,6 +8,9 @@
 //                      matmul on H-wide rows, and for float with H = 32 or 64 the matmuls use
 //                      register-blocked vector kernels instead of the BLAS (whose packing
 //                      costs more than the math at these widths);
+//   sage_block         gelu_dropout_add_layer_norm(sage_linear(x), x): a whole SAGE residual
+//                      block as one function, whose backward adds x's two gradients (through
+//                      the linear map, through the residual) in the linear map's pass;
 //   gelu_dropout_add_layer_norm
 //                      LayerNorm(x + dropout(gelu(z))): GELU, dropout, residual and
 //                      LayerNorm in one pass (forward and backward; float rows of 32 or 64
@@ -33,9 +36,10 @@
 //
 // All take per-config states [S, N, H] (contiguous float or double). Dropout masks are
 // those of dropout_mask.h. One file per kernel (its autograd Function and entry point);
-// kernel_base.h holds the tunables they share. The loops of the first three over float
-// rows of H = 32 and 64 are the vector paths of vector_path.h (vector/: compiled for AVX2
-// and for AVX-512, chosen at run time); without one (a CPU without AVX2, or
+// kernel_base.h holds the tunables they share, block_passes.h the passes sage_block takes
+// from sage_linear and the epilogue. The loops of sage_linear, the epilogue and fused_gelu
+// over float rows of H = 32 and 64 are the vector paths of vector_path.h (vector/: compiled
+// for AVX2 and for AVX-512, chosen at run time); without one (a CPU without AVX2, or
 // TPUPERF_VECTOR_ISA=none) those kernels take LibTorch's ops for the same math.
 #pragma once
 
@@ -66,6 +70,12 @@ torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::T
 // (a mean over no nodes is 0). x is [S, N, H], weight [H, 3H] (nn::Linear(3H, H)'s), bias [H].
 torch::Tensor sage_linear(const torch::Tensor& x, const torch::Tensor& weight,
                           const torch::Tensor& bias, const Adjacency& adj);
+
+// gelu_dropout_add_layer_norm(sage_linear(x, weight, bias, adj), x, gamma, beta, eps, p, seed),
+// the same bits; in training on the vector path as one autograd function.
+torch::Tensor sage_block(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                         const Adjacency& adj, const torch::Tensor& gamma, const torch::Tensor& beta, double eps,
+                         double p, uint64_t seed);
 
 // [S, G, 2H]: per graph g (nodes offsets[g]..offsets[g+1]-1), the mean then the max of x's
 // rows; graphs without nodes pool to 0. Max gradients are split among tied maxima, as

@@ -1,13 +1,65 @@
 // gelu_dropout_add_layer_norm: the SAGE block's epilogue in one pass per row.
 #include "trainer/kernels/fused_ops.h"
 
-#include "trainer/kernels/kernel_base.h"
-#include "trainer/kernels/vector_path.h"
+#include "trainer/kernels/block_passes.h"
 
 namespace tpuperf {
 
 namespace kernels {
+
+// ------------------------------------------------------ the passes sage_block shares
+// Float rows of 32 or 64 compute the GELU in the loop (the vector path's); other shapes, and
+// CPUs without a vector path, take LibTorch's vectorized GELU (a scalar erf in the loop
+// costs more than the pass it saves).
+const VectorPath* epilogue_path(const Tensor& x, uint64_t threshold) {
+  const VectorPath* path = vector_path();
+  const int64_t H = x.size(-1);
+  return path && x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536 ? path : nullptr;
+}
+
+Tensor epilogue_forward_rows(const VectorPath& path, const Tensor& z, const Tensor& x, const Tensor& gamma,
+                             const Tensor& beta, double eps, double p, uint64_t seed, EpilogueSaved* saved) {
+  const int64_t H = x.size(-1), rows = x.numel() / H;
+  auto out = torch::empty_like(x);
+  if (saved) *saved = {torch::empty_like(x), torch::empty_like(x), torch::empty({rows}, x.options())};
+  const auto g = gamma.contiguous(), bt = beta.contiguous();
+  EpilogueForward args{x.data_ptr<float>(), z.data_ptr<float>(), g.data_ptr<float>(), bt.data_ptr<float>(), seed,
+                       static_cast<uint16_t>(drop_threshold(p)), float(1.0 / (1.0 - p)), float(eps),
+                       out.data_ptr<float>(), nullptr, nullptr, nullptr};
+  if (saved) {
+    args.xhat = saved->xhat.data_ptr<float>();
+    args.keep_slope = saved->keep_slope.data_ptr<float>();
+    args.rstd = saved->rstd.data_ptr<float>();
+  }
+  at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) { path.epilogue_forward(H, b, e, args); });
+  return out;
+}
+
+// Per chunk of rows (chunk_rows) partial sums of gamma's and beta's gradients, in double
+// (each sums up to rows / kMaxChunks rows), added in chunk order: the same bits for any
+// number of threads.
+EpilogueGrads epilogue_backward_rows(const VectorPath& path, const EpilogueSaved& saved, const Tensor& gamma,
+                                     const Tensor& gout) {
+  const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
+  auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
+  auto grad_z = torch::empty_like(gout), grad_x = torch::empty_like(gout);
+  const float *xh = saved.xhat.data_ptr<float>(), *ks = saved.keep_slope.data_ptr<float>();
+  const float *go = gout.data_ptr<float>(), *rp = saved.rstd.data_ptr<float>();
+  const auto gm = gamma.contiguous();
+  float *gz = grad_z.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
+  double* pp = partial.data_ptr<double>();
+  at::parallel_for(0, partial.size(0), 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t r0 = c * per, r1 = std::min(rows, (c + 1) * per);
+      path.epilogue_backward(H, r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
+    }
+  });
+  const auto sums = partial.sum(0).to(gout.scalar_type());
+  return {grad_z, grad_x, sums[0], sums[1]};
+}
+
 namespace {
+
 
 // The epilogue's rows for any width and type, as functions of __restrict pointers: without
 // them the compiler must assume the scratch rows alias the tensors and keeps these loops
@@ -59,65 +111,6 @@ inline void epilogue_backward_row(int64_t n, const T* __restrict x, const T* __r
   }
 }
 
-// Float rows of 32 or 64 compute the GELU in the loop (the vector path's); other shapes, and
-// CPUs without a vector path, take LibTorch's vectorized GELU (a scalar erf in the loop
-// costs more than the pass it saves).
-// The vector path for these rows, or null.
-const VectorPath* row32_path(const Tensor& x, uint64_t threshold) {
-  const VectorPath* path = vector_path();
-  const int64_t H = x.size(-1);
-  return path && x.scalar_type() == torch::kFloat && (H == 32 || H == 64) && threshold < 65536 ? path : nullptr;
-}
-
-// What the row32 forward keeps for backward (undefined when nothing will be): xhat,
-// keep * gelu'(z) and 1 / std per row.
-struct Row32Saved {
-  Tensor xhat, keep_slope, rstd;
-};
-
-void forward_row32_rows(const VectorPath& path, const Tensor& z, const Tensor& x, const Tensor& gamma,
-                        const Tensor& beta, double eps, double p, uint64_t seed, Tensor& out, Row32Saved* saved) {
-  const int64_t H = x.size(-1), rows = x.numel() / H;
-  const auto g = gamma.contiguous(), bt = beta.contiguous();
-  EpilogueForward args{x.data_ptr<float>(), z.data_ptr<float>(), g.data_ptr<float>(), bt.data_ptr<float>(), seed,
-                       static_cast<uint16_t>(drop_threshold(p)), float(1.0 / (1.0 - p)), float(eps),
-                       out.data_ptr<float>(), nullptr, nullptr, nullptr};
-  if (saved) {
-    args.xhat = saved->xhat.data_ptr<float>();
-    args.keep_slope = saved->keep_slope.data_ptr<float>();
-    args.rstd = saved->rstd.data_ptr<float>();
-  }
-  at::parallel_for(0, rows, kGrain, [&](int64_t b, int64_t e) { path.epilogue_forward(H, b, e, args); });
-}
-
-// The row32 forward; `save`: the result will be differentiated.
-Tensor forward_row32(const VectorPath& path, const Tensor& z, const Tensor& x, const Tensor& gamma,
-                     const Tensor& beta, double eps, double p, uint64_t seed, bool save, Row32Saved& saved) {
-  auto out = torch::empty_like(x);
-  if (save)
-    saved = {torch::empty_like(x), torch::empty_like(x), torch::empty({x.numel() / x.size(-1)}, x.options())};
-  forward_row32_rows(path, z, x, gamma, beta, eps, p, seed, out, save ? &saved : nullptr);
-  return out;
-}
-
-// Backward of the row32 path: z's gradient, x's, and the per-chunk partial sums of gamma's
-// and beta's gradients (chunks x 2 x H doubles, added in chunk order by the caller).
-void backward_row32(const VectorPath& path, const Row32Saved& saved, const Tensor& gamma, const Tensor& gout,
-                    Tensor& grad_z, Tensor& grad_x, Tensor& partial) {
-  const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
-  const float *xh = saved.xhat.data_ptr<float>(), *ks = saved.keep_slope.data_ptr<float>();
-  const float *go = gout.data_ptr<float>(), *rp = saved.rstd.data_ptr<float>();
-  const auto gm = gamma.contiguous();
-  float *gz = grad_z.data_ptr<float>(), *gx = grad_x.data_ptr<float>();
-  double* pp = partial.data_ptr<double>();
-  at::parallel_for(0, partial.size(0), 1, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      const int64_t r0 = c * per, r1 = std::min(rows, (c + 1) * per);
-      path.epilogue_backward(H, r0, r1, xh, ks, go, gm.data_ptr<float>(), rp, gx, gz, pp + c * 2 * H);
-    }
-  });
-}
-
 // Any other width or type: a = gelu(z) by LibTorch, then one pass per row; keeps a, the
 // mask bytes and each row's mean and 1 / std.
 Tensor forward_generic(const Tensor& z, const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
@@ -155,7 +148,7 @@ Tensor forward_generic(const Tensor& z, const Tensor& x, const Tensor& gamma, co
 }
 
 // Backward of the generic path: the gradient of gelu(z) (grad_a), x's, and the partial sums
-// as in backward_row32.
+// as in epilogue_backward_rows.
 void backward_generic(const Tensor& a, const Tensor& x, const Tensor& gamma, const Tensor& mean,
                       const Tensor& rstd, const Tensor& mask, double p, const Tensor& gout, Tensor& grad_a,
                       Tensor& grad_x, Tensor& partial) {
@@ -204,12 +197,12 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     TORCH_CHECK(z.sizes() == x.sizes(), "gelu_dropout_add_layer_norm: z ", z.sizes(), " and x ",
                 x.sizes(), " differ");
     const auto useed = static_cast<uint64_t>(seed);
-    const VectorPath* path = row32_path(x, drop_threshold(p));
+    const VectorPath* path = epilogue_path(x, drop_threshold(p));
     ctx->saved_data["p"] = p;
     ctx->saved_data["row32"] = path != nullptr;
     if (path) {
-      Row32Saved saved;
-      auto out = forward_row32(*path, z, x, gamma, beta, eps, p, useed, save, saved);
+      EpilogueSaved saved;
+      auto out = epilogue_forward_rows(*path, z, x, gamma, beta, eps, p, useed, save ? &saved : nullptr);
       ctx->save_for_backward({saved.xhat, saved.keep_slope, saved.rstd, gamma});
       return out;
     }
@@ -224,27 +217,21 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
     const double p = ctx->saved_data["p"].toDouble();
     const bool row32 = ctx->saved_data["row32"].toBool();
     const auto gout = grads[0].contiguous();
-    const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
-    // Per chunk partial sums of gamma's and beta's gradients, added in chunk order.
-    // In double: each sums the values of up to rows / kMaxChunks rows.
-    auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
-    // row32: z's gradient (the GELU's backward is in the loop); else the gradient of gelu(z).
-    auto grad_a = torch::empty_like(gout), grad_x = torch::empty_like(gout);
     const Tensor& gamma = saved[3];  // both paths save gamma fourth
-    Tensor grad_z;
     if (row32) {
       TORCH_CHECK(saved[0].defined(), "gelu_dropout_add_layer_norm: backward of a forward that saved nothing");
       const VectorPath* path = vector_path();
       TORCH_CHECK(path, "gelu_dropout_add_layer_norm: the vector path was turned off between forward and backward");
-      backward_row32(*path, {saved[0], saved[1], saved[2]}, gamma, gout, grad_a, grad_x, partial);
-      grad_z = grad_a;
-    } else {
-      const auto &z = saved[0], &a = saved[1], &x = saved[2];
-      backward_generic(a, x, gamma, saved[4], saved[5], saved[6], p, gout, grad_a, grad_x, partial);
-      grad_z = at::gelu_backward(grad_a, z);
+      const EpilogueGrads g = epilogue_backward_rows(*path, {saved[0], saved[1], saved[2]}, gamma, gout);
+      return {g.z, g.x, g.gamma, g.beta, Tensor(), Tensor(), Tensor(), Tensor()};
     }
+    const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
+    auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
+    auto grad_a = torch::empty_like(gout), grad_x = torch::empty_like(gout);  // grad_a: of gelu(z)
+    const auto &z = saved[0], &a = saved[1], &x = saved[2];
+    backward_generic(a, x, gamma, saved[4], saved[5], saved[6], p, gout, grad_a, grad_x, partial);
     const auto sums = partial.sum(0).to(gout.scalar_type());
-    return {grad_z, grad_x, sums[0], sums[1], Tensor(), Tensor(), Tensor(), Tensor()};
+    return {at::gelu_backward(grad_a, z), grad_x, sums[0], sums[1], Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 

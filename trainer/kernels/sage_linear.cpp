@@ -1,12 +1,75 @@
 // sage_linear: the SAGE layer's linear map over [x, mean of producers, mean of consumers].
 #include "trainer/kernels/fused_ops.h"
 
-#include "trainer/kernels/kernel_base.h"
-#include "trainer/kernels/vector_path.h"
+#include "trainer/kernels/block_passes.h"
 
 namespace tpuperf {
 
 namespace kernels {
+
+// ------------------------------------------------------ the passes sage_block shares
+void check_sage_operands(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& pptr) {
+  const int64_t N = x.size(1), H = x.size(2);
+  TORCH_CHECK(weight.size(0) == H && weight.size(1) == 3 * H && bias.numel() == H, "sage_linear: weight ",
+              weight.sizes(), " and bias ", bias.sizes(), " do not fit states ", x.sizes());
+  TORCH_CHECK(weight.scalar_type() == x.scalar_type() && bias.scalar_type() == x.scalar_type(),
+              "sage_linear: weight, bias and states differ in type");
+  TORCH_CHECK(pptr.numel() == N + 1, "sage_linear: adjacency of ", pptr.numel() - 1, " nodes for states of ", N);
+}
+
+// Other states take LibTorch's BLAS calls on whole tensors, outside any parallel region.
+const VectorPath* sage_path(const Tensor& x) {
+  const VectorPath* path = vector_path();
+  return path && x.scalar_type() == torch::kFloat && (x.size(-1) == 32 || x.size(-1) == 64) ? path : nullptr;
+}
+
+CsrGraph csr_graph(const Tensor& pptr, const Tensor& pidx, const Tensor& cptr, const Tensor& cidx) {
+  return {pptr.data_ptr<int64_t>(), pidx.data_ptr<int64_t>(), cptr.data_ptr<int64_t>(), cidx.data_ptr<int64_t>()};
+}
+
+Tensor sage_forward_rows(const VectorPath& path, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const CsrGraph& graph) {
+  const int64_t N = x.size(1), H = x.size(2);
+  const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
+  const auto b = bias.contiguous();
+  auto out = torch::empty_like(x);
+  const float *xp = x.data_ptr<float>(), *wp = wt.data_ptr<float>(), *bp = b.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  at::parallel_for(0, x.numel() / H, kGrain,
+                   [&](int64_t rb, int64_t re) { path.sage_forward(H, xp, N, graph, rb, re, wp, bp, op); });
+  return out;
+}
+
+// The vector path's backward over a fixed split of the rows (at most kSageBackwardParts
+// parts; each part's 3H x H partial of the weight's gradient is written and read once more),
+// the partials added in order: the result does not depend on the number of threads, and at
+// most kSageBackwardParts threads work on it.
+std::tuple<Tensor, Tensor, Tensor> sage_backward_rows(const VectorPath& path, const Tensor& g, const Tensor& x,
+                                                      const Tensor& weight, const CsrGraph& graph,
+                                                      const Tensor& also_x) {
+  const int64_t N = g.size(1), H = g.size(2), rows = g.numel() / H;
+  // The weight's three H x H blocks stacked (3H x H): x's gradient is [g, grad means] @ ws.
+  const auto ws = weight.reshape({H, 3, H}).transpose(0, 1).reshape({3 * H, H}).contiguous();
+  const int64_t per = std::max(kGrain, (rows + kSageBackwardParts - 1) / kSageBackwardParts);
+  const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
+  auto grad_x = torch::empty_like(x);
+  auto gws = torch::empty({chunks, 3 * H, H}, g.options());
+  auto gb = torch::empty({chunks, H}, g.options().dtype(torch::kDouble));  // long sums: double
+  const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = ws.data_ptr<float>();
+  const float* ap = also_x.defined() ? also_x.data_ptr<float>() : nullptr;
+  float *gxp = grad_x.data_ptr<float>(), *gwp = gws.data_ptr<float>();
+  double* gbp = gb.data_ptr<double>();
+  at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
+      path.sage_backward(H, gp, xp, N, graph, r0, r1, wp, ap, gxp, gwp + c * 3 * H * H, gbp + c * H);
+    }
+  });
+  // gws's blocks back to the weight's layout (H x 3H).
+  auto grad_w = gws.sum(0).reshape({3, H, H}).transpose(0, 1).reshape({H, 3 * H});
+  return {grad_x, grad_w, gb.sum(0).to(g.scalar_type())};
+}
+
 namespace {
 
 // ------------------------------------------------------------------------ CSR gathers
@@ -32,42 +95,6 @@ void gather_rows(const T* src, int64_t src_width, int64_t off, const int64_t* pt
     const T* row = src + v * src_width + off;
     for (int64_t j = 0; j < H; ++j) out[j] += w * row[j];
   }
-}
-
-// The vector path for this layer's states (float, H = 32 or 64), or null: LibTorch's BLAS
-// calls on whole tensors, outside any parallel region.
-const VectorPath* small_kernels(const Tensor& x) {
-  const VectorPath* path = vector_path();
-  return path && x.scalar_type() == torch::kFloat && (x.size(-1) == 32 || x.size(-1) == 64) ? path : nullptr;
-}
-
-// The vector path's backward over a fixed split of the rows (at most kSageBackwardParts
-// parts; each part's 3H x H partial of the weight's gradient is written and read once more),
-// the partials added in order: the result does not depend on the number of threads, and at
-// most kSageBackwardParts threads work on it. Returns x's gradient and the weight's and
-// bias's.
-std::tuple<Tensor, Tensor, Tensor> vector_backward(const VectorPath& path, const Tensor& g, const Tensor& x,
-                                                   const Tensor& weight, const CsrGraph& graph) {
-  const int64_t N = g.size(1), H = g.size(2), rows = g.numel() / H;
-  // The weight's three H x H blocks stacked (3H x H): x's gradient is [g, grad means] @ ws.
-  const auto ws = weight.reshape({H, 3, H}).transpose(0, 1).reshape({3 * H, H}).contiguous();
-  const int64_t per = std::max(kGrain, (rows + kSageBackwardParts - 1) / kSageBackwardParts);
-  const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
-  auto grad_x = torch::empty_like(x);
-  auto gws = torch::empty({chunks, 3 * H, H}, g.options());
-  auto gb = torch::empty({chunks, H}, g.options().dtype(torch::kDouble));  // long sums: double
-  const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = ws.data_ptr<float>();
-  float *gxp = grad_x.data_ptr<float>(), *gwp = gws.data_ptr<float>();
-  double* gbp = gb.data_ptr<double>();
-  at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
-      path.sage_backward(H, gp, xp, N, graph, r0, r1, wp, gxp, gwp + c * 3 * H * H, gbp + c * H);
-    }
-  });
-  // gws's blocks back to the weight's layout (H x 3H).
-  auto grad_w = gws.sum(0).reshape({3, H, H}).transpose(0, 1).reshape({H, 3 * H});
-  return {grad_x, grad_w, gb.sum(0).to(g.scalar_type())};
 }
 
 // LibTorch's backward (no vector path): the gradient of each node's [x, means] row, then
@@ -110,26 +137,11 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
                         const Tensor& cptr, const Tensor& cidx) {
     const auto x = x_in.contiguous();
     const int64_t S = x.size(0), N = x.size(1), H = x.size(2);
-    TORCH_CHECK(weight.size(0) == H && weight.size(1) == 3 * H && bias.numel() == H,
-                "sage_linear: weight ", weight.sizes(), " and bias ", bias.sizes(),
-                " do not fit states ", x.sizes());
-    TORCH_CHECK(weight.scalar_type() == x.scalar_type() && bias.scalar_type() == x.scalar_type(),
-                "sage_linear: weight, bias and states differ in type");
-    TORCH_CHECK(pptr.numel() == N + 1, "sage_linear: adjacency of ", pptr.numel() - 1,
-                " nodes for states of ", N);
-    const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
-    const auto bias_row = bias.contiguous().reshape({1, H});
-    const VectorPath* path = small_kernels(x);
+    check_sage_operands(x, weight, bias, pptr);
+    const VectorPath* path = sage_path(x);
     Tensor out, means;
     if (path) {
-      out = torch::empty({S, N, H}, x.options());
-      const CsrGraph graph{pptr.data_ptr<int64_t>(), pidx.data_ptr<int64_t>(), cptr.data_ptr<int64_t>(),
-                           cidx.data_ptr<int64_t>()};
-      const float *xp = x.data_ptr<float>(), *wp = wt.data_ptr<float>(), *bp = bias_row.data_ptr<float>();
-      float* op = out.data_ptr<float>();
-      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        path->sage_forward(H, xp, N, graph, b, e, wp, bp, op);
-      });
+      out = sage_forward_rows(*path, x, weight, bias, csr_graph(pptr, pidx, cptr, cidx));
     } else {
       // Each row of the means is zeroed just before its gathers add into it (in cache; a
       // zero-filled tensor would be one more pass over memory).
@@ -149,7 +161,8 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
           }
         });
       });
-      out = torch::addmm(bias_row, x.reshape({S * N, H}), wt.narrow(0, 0, H))
+      const auto wt = weight.t().contiguous();  // 3H x H: the self rows, then the means'
+      out = torch::addmm(bias.reshape({1, H}), x.reshape({S * N, H}), wt.narrow(0, 0, H))
                 .addmm_(means.reshape({S * N, 2 * H}), wt.narrow(0, H, 2 * H))
                 .view({S, N, H});
     }
@@ -167,9 +180,8 @@ struct SageLinear : torch::autograd::Function<SageLinear> {
     TORCH_CHECK(means.defined() || path, "sage_linear: the vector path was turned off between forward and backward");
     Tensor grad_x, grad_w, grad_b;
     if (path) {
-      const CsrGraph graph{saved[3].data_ptr<int64_t>(), saved[4].data_ptr<int64_t>(), saved[5].data_ptr<int64_t>(),
-                           saved[6].data_ptr<int64_t>()};
-      std::tie(grad_x, grad_w, grad_b) = vector_backward(*path, g, x, weight.contiguous(), graph);
+      std::tie(grad_x, grad_w, grad_b) = sage_backward_rows(*path, g, x, weight.contiguous(),
+                                                            csr_graph(saved[3], saved[4], saved[5], saved[6]), Tensor());
     } else {
       std::tie(grad_x, grad_w, grad_b) = plain_backward(g, x, means, weight, saved);
     }

@@ -46,11 +46,13 @@ struct VectorPath {
                        const float* wt, const float* bias, float* out);
   // Rows [r0, r1) of the backward from out's gradient g (S x N x H). With E = [g, the means
   // of g through which x's rows reached the forward's means] (rows x 3H): x's gradient
-  // (rows of grad_x) = E ws, where ws (3H x H) stacks the weight's H x H blocks W_self,
-  // W_producers, W_consumers; this part's gradient of ws, gws (3H x H) = E^T x, and of the
-  // bias, gb (H doubles) = column sums of g; gws and gb overwritten.
+  // (rows of grad_x) = E ws, plus the same rows of also_x when it is not null (x's gradient
+  // from elsewhere, added as a sum of two tensors would: the same bits); ws (3H x H) stacks
+  // the weight's H x H blocks W_self, W_producers, W_consumers. This part's gradient of ws,
+  // gws (3H x H) = E^T x, and of the bias, gb (H doubles) = column sums of g; gws and gb
+  // overwritten.
   void (*sage_backward)(int64_t H, const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0,
-                        int64_t r1, const float* ws, float* grad_x, float* gws, double* gb);
+                        int64_t r1, const float* ws, const float* also_x, float* grad_x, float* gws, double* gb);
   // gelu_dropout_add_layer_norm over rows [b, e).
   void (*epilogue_forward)(int64_t H, int64_t b, int64_t e, const EpilogueForward& args);
   // Its backward over rows [r0, r1): gx, gz, and gamma's then beta's sums of those rows

@@ -124,10 +124,9 @@ SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_, bool fused_)
 
 torch::Tensor SageBlockImpl::forward(const torch::Tensor& x, const BatchGraph& graph) {
   const DropoutDraw d = draw_dropout(*this, dropout);
-  if (fused) {
-    const auto z = sage_linear(x, linear->weight, linear->bias, graph.adjacency());
-    return gelu_dropout_add_layer_norm(z, x, norm->weight, norm->bias, norm->options.eps(), d.p, d.seed);
-  }
+  if (fused)
+    return sage_block(x, linear->weight, linear->bias, graph.adjacency(), norm->weight, norm->bias,
+                      norm->options.eps(), d.p, d.seed);
   const auto& edges = graph.edges();
   const auto z = linear(torch::cat({x, aggregate_from_producers(x, edges), aggregate_from_consumers(x, edges)}, -1));
   return norm(x + apply_dropout(F::gelu(z), d, false));

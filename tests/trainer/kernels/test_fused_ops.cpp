@@ -426,6 +426,45 @@ TEST_F(FusedOps, EpilogueGradientsMatchFiniteDifferences) {
   }
 }
 
+// -------------------------------------------------------------------------- sage_block
+// The block as one function against its two functions composed: the same bits in value and
+// in every gradient (x's gradient is the two paths' sum either way: the engine's add there,
+// the linear map's backward here), at H = 32 and 64 in float (the one function; 1085 rows,
+// so several backward parts), with and without dropout; H = 24 and double take the two
+// functions themselves. In training on a vector path the output comes from the one function.
+TEST_F(FusedOps, SageBlockGivesTheBitsOfItsTwoFunctions) {
+  std::mt19937_64 rng(5);
+  const int64_t n = 217, S = 5;
+  const auto edges = random_edges(rng, n, 3 * n);
+  const auto adj = Adjacency::build(edges, n);
+  const bool vector = tested_isa() != VectorIsa::kNone;
+  for (const auto dtype : {torch::kFloat32, torch::kFloat64})
+    for (const int64_t H : {32, 64, 24})
+      for (const double p : {0.0, 0.1}) {
+        const auto opts = torch::TensorOptions().dtype(dtype);
+        const std::vector<torch::Tensor> in{torch::randn({S, n, H}, opts),
+                                            torch::randn({H, 3 * H}, opts) / std::sqrt(3.0 * H),
+                                            torch::randn({H}, opts), 1 + 0.1 * torch::randn({H}, opts),
+                                            0.1 * torch::randn({H}, opts)};
+        const Fn block = [&](const std::vector<torch::Tensor>& t) {
+          return sage_block(t[0], t[1], t[2], adj, t[3], t[4], 1e-5, p, 11);
+        };
+        const Fn composed = [&](const std::vector<torch::Tensor>& t) {
+          return gelu_dropout_add_layer_norm(sage_linear(t[0], t[1], t[2], adj), t[0], t[3], t[4], 1e-5, p, 11);
+        };
+        const auto w = torch::randn({S, n, H}, opts);
+        const auto one = value_and_grads(block, in, w), two = value_and_grads(composed, in, w);
+        const std::string what = "H " + std::to_string(H) + ", p " + std::to_string(p) + ", " +
+                                 std::string(c10::toString(dtype));
+        for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << what << ", output " << i;
+        std::vector<torch::Tensor> leaves;
+        for (const auto& t : in) leaves.push_back(t.clone().set_requires_grad(true));
+        const bool one_function = vector && dtype == torch::kFloat32 && H != 24;
+        EXPECT_EQ(block(leaves).grad_fn()->name().find("SageBlockFunction") != std::string::npos, one_function)
+            << what << ": " << block(leaves).grad_fn()->name();
+      }
+}
+
 // --------------------------------------------------------------------- segment pooling
 TEST_F(FusedOps, SegmentMeanMaxMatchesScatterPooling) {
   // Graph 2 has no nodes and pools to 0.

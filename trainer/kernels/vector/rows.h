@@ -12,7 +12,7 @@ namespace tpuperf::kernels::TPUPERF_VECTOR_NS {
 void sage_forward(int64_t H, const float* x, int64_t N, const CsrGraph& graph, int64_t b, int64_t e,
                   const float* wt, const float* bias, float* out);
 void sage_backward(int64_t H, const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0,
-                   int64_t r1, const float* ws, float* gx, float* gws, double* gb);
+                   int64_t r1, const float* ws, const float* also_x, float* gx, float* gws, double* gb);
 void epilogue_forward(int64_t H, int64_t b, int64_t e, const EpilogueForward& args);
 void epilogue_backward(int64_t H, int64_t r0, int64_t r1, const float* xhat, const float* keep_slope,
                        const float* gout, const float* gamma, const float* rstd, float* gx, float* gz,

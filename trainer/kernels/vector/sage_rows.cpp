@@ -102,12 +102,12 @@ template <int kH>
   gather_mean<kH>(slab, g.producer_ptr, g.producer_idx, g.consumer_ptr, v, m + kH);
 }
 
-// With E = [g, grad means]: x's gradient E ws and gws = E^T x, a block of rows at a time
-// (E's block stays in cache; no row of g W, 3 kH wide, goes to memory, and the weight's
-// gradient reads x instead of the forward's means, which are never stored).
+// With E = [g, grad means]: x's gradient E ws (+ also_x) and gws = E^T x, a block of rows at
+// a time (E's block stays in cache; no row of g W, 3 kH wide, goes to memory, and the
+// weight's gradient reads x instead of the forward's means, which are never stored).
 template <int kH>
 void backward(const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0, int64_t r1,
-              const float* ws, float* gx, float* gws, double* gb) {
+              const float* ws, const float* also_x, float* gx, float* gws, double* gb) {
   std::fill(gws, gws + 3 * kH * kH, 0.0f);
   alignas(64) float means[kMeansBlockRows * 2 * kH];
   for (int64_t b0 = r0; b0 < r1; b0 += kMeansBlockRows) {
@@ -117,6 +117,8 @@ void backward(const float* g, const float* x, int64_t N, const CsrGraph& graph, 
     });
     matmul_rows<kH, kH>(g, kH, b0, e0, ws, gx, kH, false);
     matmul_rows<2 * kH, kH>(means, 2 * kH, 0, n, ws + kH * kH, gx + b0 * kH, kH, true);
+    if (also_x)  // added after the sum, as the autograd engine adds two gradients: the same bits
+      for (int64_t j = b0 * kH; j < e0 * kH; j += kLanes) store_vec(gx + j, load_vec(gx + j) + load_vec(also_x + j));
     small_outer_rows<kH, kH>(g, kH, x, kH, b0, e0, gws);
     small_outer_rows<2 * kH, kH>(means, 2 * kH, x + b0 * kH, kH, 0, n, gws + kH * kH);
   }
@@ -136,9 +138,9 @@ void sage_forward(int64_t H, const float* x, int64_t N, const CsrGraph& graph, i
 }
 
 void sage_backward(int64_t H, const float* g, const float* x, int64_t N, const CsrGraph& graph, int64_t r0,
-                   int64_t r1, const float* ws, float* gx, float* gws, double* gb) {
-  if (H == 64) backward<64>(g, x, N, graph, r0, r1, ws, gx, gws, gb);
-  else backward<32>(g, x, N, graph, r0, r1, ws, gx, gws, gb);
+                   int64_t r1, const float* ws, const float* also_x, float* gx, float* gws, double* gb) {
+  if (H == 64) backward<64>(g, x, N, graph, r0, r1, ws, also_x, gx, gws, gb);
+  else backward<32>(g, x, N, graph, r0, r1, ws, also_x, gx, gws, gb);
 }
 
 }  // namespace tpuperf::kernels::TPUPERF_VECTOR_NS
