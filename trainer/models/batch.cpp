@@ -166,12 +166,16 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
   values.reserve(static_cast<size_t>(S * M * kLayoutConfigDim));
   std::vector<float> shape(with_dims ? static_cast<size_t>(S * M * kLayoutShapeFeat) : 0);
   std::vector<double> max_elements(static_cast<size_t>(G), 1.0);
-  if (with_dims)
+  std::vector<LayoutNodeDims> node_dims;  // per configurable node of the batch, in config_node's order
+  if (with_dims) {
+    node_dims.reserve(static_cast<size_t>(M));
     for (int64_t g = 0; g < G; ++g) {
       const ProcessedGraph& pg = *graphs[static_cast<size_t>(g)];
-      max_elements[static_cast<size_t>(g)] =
-          max_layout_elements(pg.config_dims.data(), static_cast<int64_t>(pg.node_config_ids.size()));
+      const auto nc = static_cast<int64_t>(pg.node_config_ids.size());
+      max_elements[static_cast<size_t>(g)] = max_layout_elements(pg.config_dims.data(), nc);
+      for (int64_t m = 0; m < nc; ++m) node_dims.push_back(layout_node_dims(pg.config_dims.data() + m * kLayoutConfigDims));
     }
+  }
   int8_t decoded[kLayoutConfigDim];
   for (int64_t s = 0; s < S; ++s) {
     for (int64_t g = 0; g < G; ++g) {
@@ -181,9 +185,9 @@ Batch make_batch(Kind kind, const std::vector<const ProcessedGraph*>& graphs,
       for (int64_t m = 0; m < nc; ++m) {
         unpack_layout_values(pg.node_config_packed[static_cast<size_t>(k * nc + m)], decoded);
         if (with_dims) {
-          const auto row = static_cast<int64_t>(values.size()) / kLayoutConfigDim;
-          layout_shape_features(decoded, pg.config_dims.data() + m * kLayoutConfigDims,
-                                max_elements[static_cast<size_t>(g)], shape.data() + row * kLayoutShapeFeat);
+          const auto row = static_cast<int64_t>(values.size()) / kLayoutConfigDim;  // s * M + this node's
+          layout_shape_features(decoded, node_dims[static_cast<size_t>(row % M)], max_elements[static_cast<size_t>(g)],
+                                shape.data() + row * kLayoutShapeFeat);
         }
         for (int64_t j = 0; j < kLayoutConfigDim; ++j)
           values.push_back(j * kLayoutLevels + decoded[j] + 1);

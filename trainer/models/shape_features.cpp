@@ -85,31 +85,53 @@ double max_layout_elements(const int64_t* dims, int64_t nc) {
   return m;
 }
 
-void layout_shape_features(const int8_t* values18, const int64_t* dims18, double max_elements, float* out) {
+LayoutNodeDims layout_node_dims(const int64_t* dims18) {
+  LayoutNodeDims node;
+  for (int t = 0; t < 3; ++t) {
+    const int64_t* d = dims18 + t * kRank;
+    LayoutNodeDims::TensorDims& td = node.tensor[t];
+    td.rank = rank_of(d);
+    td.size = elements(d);
+    td.log_size = td.rank > 0 ? static_cast<float>(std::log1p(td.size) / 16) : 0.0f;
+    for (int i = 0; i < td.rank; ++i) {
+      const double x = static_cast<double>(d[i]);
+      td.log_dim[i] = static_cast<float>(std::log1p(x) / 8);
+      td.pad128[i] = log_pad(x, 128);
+      td.pad8[i] = log_pad(x, 8);
+    }
+  }
+  return node;
+}
+
+void layout_shape_features(const int8_t* values18, const LayoutNodeDims& node, double max_elements, float* out) {
   for (int t = 0; t < 3; ++t, out += kPerTensor) {
     const int8_t* v = values18 + t * kRank;
-    const int64_t* d = dims18 + t * kRank;
-    const int rank = rank_of(d);
-    const double size = elements(d);
+    const LayoutNodeDims::TensorDims& td = node.tensor[t];
+    const int rank = td.rank;
     const bool is_default = std::all_of(v, v + kRank, [](int8_t x) { return x == -1; });
     std::fill(out, out + kPerTensor, 0.0f);
     out[0] = is_default ? 1.0f : 0.0f;
-    out[6] = rank > 0 ? static_cast<float>(std::log1p(size) / 16) : 0.0f;
+    out[6] = td.log_size;
     if (is_default || rank == 0) continue;
     bool row_major = true;
     for (int i = 0; i < rank; ++i) row_major &= v[i] == rank - 1 - i;
-    const double minor = v[0] >= 0 && v[0] < rank ? static_cast<double>(d[v[0]]) : 0.0;
-    const double second = v[1] >= 0 && v[1] < rank ? static_cast<double>(d[v[1]]) : 0.0;
-    const double log_factor = log_pad(minor, 128) + log_pad(second, 8);
+    // The minor and second-minor dims' values; a value naming no dim counts as a dim of
+    // size 0 (all its terms 0).
+    const bool has_minor = v[0] >= 0 && v[0] < rank, has_second = v[1] >= 0 && v[1] < rank;
+    const double pad_minor = has_minor ? td.pad128[v[0]] : 0.0, pad_second = has_second ? td.pad8[v[1]] : 0.0;
     out[1] = row_major ? 1.0f : 0.0f;
-    out[2] = static_cast<float>(std::log1p(minor) / 8);
-    out[3] = static_cast<float>(std::log1p(second) / 8);
-    out[4] = static_cast<float>(log_pad(minor, 128) / 4);
-    out[5] = static_cast<float>(log_pad(second, 8) / 2);
-    const double waste = size * std::expm1(log_factor) / max_elements;
+    out[2] = has_minor ? td.log_dim[v[0]] : 0.0f;
+    out[3] = has_second ? td.log_dim[v[1]] : 0.0f;
+    out[4] = static_cast<float>(pad_minor / 4);
+    out[5] = static_cast<float>(pad_second / 2);
+    const double waste = td.size * std::expm1(pad_minor + pad_second) / max_elements;
     out[7] = static_cast<float>(waste / 8);
     out[8] = static_cast<float>(std::log1p(waste));
   }
+}
+
+void layout_shape_features(const int8_t* values18, const int64_t* dims18, double max_elements, float* out) {
+  layout_shape_features(values18, layout_node_dims(dims18), max_elements, out);
 }
 
 }  // namespace tpuperf
