@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 
 namespace tpuperf::kernels {
@@ -30,6 +31,20 @@ inline void check_states(const Tensor& t, int64_t dims, const char* what) {
               t.sizes());
   TORCH_CHECK(t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble, what,
               " must be float32 or float64, got ", t.scalar_type());
+}
+
+// LayerNorm weights gamma and beta of x's last dimension.
+inline void check_layer_norm_weights(const Tensor& x, const Tensor& gamma, const Tensor& beta, const char* what) {
+  TORCH_CHECK(gamma.numel() == x.size(-1) && beta.numel() == x.size(-1), what, ": LayerNorm weights of ",
+              gamma.numel(), " for features of ", x.size(-1));
+}
+
+// Whether the result of a function of these inputs will be differentiated: only then do
+// the kernels store what their backward reads (evaluation and ranking run under
+// NoGradGuard).
+inline bool will_differentiate(std::initializer_list<Tensor> inputs) {
+  return torch::GradMode::is_enabled() &&
+         std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
 }
 
 // Every one of the n indices lies in [0, bound): a kernel gathers rows by them unchecked.

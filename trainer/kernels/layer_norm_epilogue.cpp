@@ -35,13 +35,18 @@ Tensor epilogue_forward_rows(const VectorPath& path, const Tensor& z, const Tens
   return out;
 }
 
-// Per chunk of rows (chunk_rows) partial sums of gamma's and beta's gradients, in double
-// (each sums up to rows / kMaxChunks rows), added in chunk order: the same bits for any
-// number of threads.
+// Zeroed per chunk of rows (chunk_rows) partial sums of gamma's and beta's gradients, in
+// double (each sums up to rows / kMaxChunks rows), added in chunk order by the caller: the
+// same bits for any number of threads.
+static Tensor gamma_beta_partials(const Tensor& gout) {
+  const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
+  return torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
+}
+
 EpilogueGrads epilogue_backward_rows(const VectorPath& path, const EpilogueSaved& saved, const Tensor& gamma,
                                      const Tensor& gout) {
   const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
-  auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
+  auto partial = gamma_beta_partials(gout);
   auto grad_z = torch::empty_like(gout), grad_x = torch::empty_like(gout);
   const float *xh = saved.xhat.data_ptr<float>(), *ks = saved.keep_slope.data_ptr<float>();
   const float *go = gout.data_ptr<float>(), *rp = saved.rstd.data_ptr<float>();
@@ -225,8 +230,7 @@ struct GeluDropoutAddLayerNorm : torch::autograd::Function<GeluDropoutAddLayerNo
       const EpilogueGrads g = epilogue_backward_rows(*path, {saved[0], saved[1], saved[2]}, gamma, gout);
       return {g.z, g.x, g.gamma, g.beta, Tensor(), Tensor(), Tensor(), Tensor()};
     }
-    const int64_t H = gout.size(-1), rows = gout.numel() / H, per = chunk_rows(rows);
-    auto partial = torch::zeros({(rows + per - 1) / per, 2, H}, gout.options().dtype(torch::kDouble));
+    auto partial = gamma_beta_partials(gout);
     auto grad_a = torch::empty_like(gout), grad_x = torch::empty_like(gout);  // grad_a: of gelu(z)
     const auto &z = saved[0], &a = saved[1], &x = saved[2];
     backward_generic(a, x, gamma, saved[4], saved[5], saved[6], p, gout, grad_a, grad_x, partial);
@@ -244,13 +248,8 @@ torch::Tensor gelu_dropout_add_layer_norm(const torch::Tensor& z, const torch::T
                                           const torch::Tensor& gamma, const torch::Tensor& beta,
                                           double eps, double p, uint64_t seed) {
   check_states(x, -1, "gelu_dropout_add_layer_norm: x");
-  TORCH_CHECK(gamma.numel() == x.size(-1) && beta.numel() == x.size(-1),
-              "gelu_dropout_add_layer_norm: LayerNorm weights of ", gamma.numel(),
-              " for features of ", x.size(-1));
-  // Only a forward that will be differentiated stores what backward reads (evaluation and
-  // ranking run under NoGradGuard).
-  const bool save = torch::GradMode::is_enabled() &&
-                    (z.requires_grad() || x.requires_grad() || gamma.requires_grad() || beta.requires_grad());
+  check_layer_norm_weights(x, gamma, beta, "gelu_dropout_add_layer_norm");
+  const bool save = will_differentiate({z, x, gamma, beta});
   return GeluDropoutAddLayerNorm::apply(z, x, gamma, beta, eps, p, static_cast<int64_t>(seed), save);
 }
 

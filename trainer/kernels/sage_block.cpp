@@ -48,15 +48,11 @@ torch::Tensor sage_block(const torch::Tensor& x, const torch::Tensor& weight, co
                          const Adjacency& adj, const torch::Tensor& gamma, const torch::Tensor& beta, double eps,
                          double p, uint64_t seed) {
   check_states(x, 3, "sage_block: x");
-  const bool train = torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                                       bias.requires_grad() || gamma.requires_grad() ||
-                                                       beta.requires_grad());
   // Without a backward to save a pass of, or off the vector path: the two functions.
-  if (!train || !sage_path(x) || !epilogue_path(x, drop_threshold(p)))
+  if (!will_differentiate({x, weight, bias, gamma, beta}) || !sage_path(x) || !epilogue_path(x, drop_threshold(p)))
     return gelu_dropout_add_layer_norm(sage_linear(x, weight, bias, adj), x, gamma, beta, eps, p, seed);
   check_sage_operands(x, weight, bias, adj.producer_ptr);
-  TORCH_CHECK(gamma.numel() == x.size(-1) && beta.numel() == x.size(-1), "sage_block: LayerNorm weights of ",
-              gamma.numel(), " for features of ", x.size(-1));
+  check_layer_norm_weights(x, gamma, beta, "sage_block");
   return SageBlockFunction::apply(x, weight, bias, gamma, beta, adj.producer_ptr, adj.producer_idx,
                                   adj.consumer_ptr, adj.consumer_idx, eps, p, static_cast<int64_t>(seed));
 }
