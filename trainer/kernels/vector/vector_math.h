@@ -210,20 +210,32 @@ struct GeluVec {
   FloatVec value, slope;  // gelu(z) and gelu'(z)
 };
 
+// The constants of the Gaussian density c = 1 / sqrt(2 pi) and of the tail's 1/2 are folded
+// into the exp's argument (c exp(-z^2 / 2) = exp(ln c - z^2 / 2), one FMA) and the
+// polynomial's coefficients (1/2 of the tail over c), and |x| clears the sign bit: 4 fewer
+// operations a register, and GELU with its slope took 40-41 ns a row of 64 instead of 47-48
+// on the AVX2 path (in-process, 2026-12-07, docs/experiments E52); the same error against
+// erfc in double (4e-7 for the value, 3e-7 for the slope over [-15, 15]).
 inline GeluVec gelu_vec(const FloatVec& z) {
+  constexpr float kLnDensity = -0.91893853320467274f;  // ln(1 / sqrt(2 pi))
+  constexpr float kHalfOverDensity = 1.25331413731550025f;  // (1 / 2) sqrt(2 pi)
   const FloatVec x = z * 0.70710678118654752f;  // z / sqrt 2
-  const FloatVec ax = select(x < 0.0f, -x, x);
+  UIntVec abs_bits;
+  std::memcpy(&abs_bits, &x, sizeof abs_bits);
+  abs_bits &= 0x7fffffffu;
+  FloatVec ax;
+  std::memcpy(&ax, &abs_bits, sizeof ax);
   const FloatVec t = 1.0f / (1.0f + 0.3275911f * ax);
-  FloatVec poly = t * 1.061405429f - 1.453152027f;
-  poly = poly * t + 1.421413741f;
-  poly = poly * t - 0.284496736f;
-  poly = poly * t + 0.254829592f;
-  const FloatVec gauss = exp_nonpositive(-ax * ax);  // exp(-z^2 / 2)
+  FloatVec poly = t * (kHalfOverDensity * 1.061405429f) - (kHalfOverDensity * 1.453152027f);
+  poly = poly * t + (kHalfOverDensity * 1.421413741f);
+  poly = poly * t - (kHalfOverDensity * 0.284496736f);
+  poly = poly * t + (kHalfOverDensity * 0.254829592f);
+  const FloatVec density = exp_nonpositive(kLnDensity - ax * ax);  // exp(-z^2 / 2) / sqrt(2 pi)
   // Phi(z) = (1 + erf(x)) / 2 with erf(|x|) = 1 - tail: for z < 0 it is tail / 2 itself,
   // which keeps its relative precision far out (1 - erf would round it away).
-  const FloatVec half_tail = 0.5f * (poly * t * gauss);
-  const FloatVec cdf = select(x < 0.0f, half_tail, 1.0f - half_tail);
-  return {z * cdf, cdf + z * gauss * 0.39894228040143268f};  // 1 / sqrt(2 pi)
+  const FloatVec half_tail = poly * t * density;
+  const FloatVec cdf = select(z < 0.0f, half_tail, 1.0f - half_tail);
+  return {z * cdf, cdf + z * density};
 }
 
 inline Row32 gelu_row32(const Row32& z, Row32* slope) {
