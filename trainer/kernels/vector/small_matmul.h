@@ -75,19 +75,22 @@ constexpr int64_t kOuterBlockRows = 64;
 // at 32 x 32, 32 x 64 and 64 x 64 blocks of 8 rows ran at 113-140 GF/s on one core against
 // 62-75 with 2 or 4 (tests/bench/kernel_blocks.cpp, 2026-11-29), although 8 x 4 vectors of
 // 64 x 64 fill all 32 registers. With AVX2 8 rows at 32 x 32 (58-59 GF/s against 49-51
-// with 2; kernel_blocks_avx2, 2026-12-02), and at 64 columns 6 rows of 2 vectors
+// with 2; kernel_blocks_avx2, 2026-12-02), and at 64 columns 3 rows of 4 vectors
 // (outer_block_vectors).
 constexpr int outer_block_rows(int kM) {
   if (kLanes == 16 || kM == 32) return 8;
-  if (kM == 64) return 6;
+  if (kM == 64) return 3;
   return floor_pow2(kAccumulators / (kM / kLanes));
 }
 
-// Vectors per register block of small_outer_rows: a whole row of outputs, but 2 with AVX2 at
+// Vectors per register block of small_outer_rows: a whole row of outputs, but 4 with AVX2 at
 // 64 columns. A row of 8 accumulators loads 8 vectors of b and broadcasts 1 of g per 8
-// FMAs; 6 rows x 2 vectors (12 accumulators) load 2 and broadcast 6 per 12 (E45).
+// FMAs; 3 rows x 4 vectors (12 accumulators) load 4 and broadcast 3 per 12. E45 chose 6 rows
+// x 2 vectors (load 2, broadcast 6) by whole tile-default steps; inside the SAGE backward at
+// the layout default's shapes 3 x 4 ran 1.022x faster (in-process alternating pairs, faster
+// in 86 of 100; 2026-12-07, E52).
 constexpr int outer_block_vectors(int kM) {
-  if (kLanes == 8 && kM == 64) return 2;
+  if (kLanes == 8 && kM == 64) return 4;
   return kM / kLanes;
 }
 
