@@ -32,13 +32,18 @@
 //                      models' first block, whose config terms reach a node through its
 //                      own row and its configurable neighbours' (SageBlock::forward_configs);
 //   embedding_sum      per row the sum of the table rows its indices pick (the layout
-//                      value table), without the one-hot matrix a matmul would need.
+//                      value table), without the one-hot matrix a matmul would need;
+//   row_linear         a linear layer x W^T + b over rows: for float with out features a
+//                      multiple of 64 (the layout models' config terms) the small-matrix
+//                      kernels of sage_linear instead of the BLAS, and the input gradient,
+//                      weight gradient and bias sums in one pass over each block of rows.
 //
 // All take per-config states [S, N, H] (contiguous float or double). Dropout masks are
 // those of dropout_mask.h. One file per kernel (its autograd Function and entry point);
 // kernel_base.h holds the tunables they share, block_passes.h the passes sage_block takes
 // from sage_linear and the epilogue. The loops of sage_linear, the epilogue and fused_gelu
-// over float rows of H = 32 and 64 are the vector paths of vector_path.h (vector/: compiled
+// over float rows of H = 32 and 64, and of row_linear, are the vector paths of
+// vector_path.h (vector/: compiled
 // for AVX2 and for AVX-512, chosen at run time); without one (a CPU without AVX2, or
 // TPUPERF_VECTOR_ISA=none) those kernels take LibTorch's ops for the same math.
 #pragma once
@@ -58,6 +63,18 @@ torch::Tensor counter_dropout(const torch::Tensor& x, double p, uint64_t seed);
 
 // gelu(z) = z Phi(z), the erf GELU (float: erf within 1.5e-7, as the epilogue's).
 torch::Tensor fused_gelu(const torch::Tensor& z);
+
+// torch::nn::functional::linear(x, weight, bias): x [..., K], weight [M, K], bias [M] or
+// undefined (none). The vector path takes float with M a multiple of 64 when x needs no
+// gradient or K is a multiple of 64; other shapes take LibTorch's matmul.
+torch::Tensor row_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+namespace kernels {
+struct VectorPath;
+// The vector path row_linear takes for these operands (x's gradient wanted or not), null
+// for LibTorch's matmul: its tests check that the shapes meant for the kernels get them.
+const VectorPath* row_linear_path(const torch::Tensor& x, const torch::Tensor& weight, bool x_grad);
+}  // namespace kernels
 
 // LayerNorm(x + dropout(gelu(z))) over the last dimension (the erf GELU: LibTorch's, or
 // for float rows of 32 or 64 an approximation of erf within 1.5e-7; weight gamma, bias beta, the

@@ -23,6 +23,7 @@ using torch::autograd::variable_list;
 constexpr int64_t kGrain = 32;           // rows per parallel task
 constexpr int64_t kMaxChunks = 64;       // fixed partial-sum chunks: results independent of threads
 constexpr int64_t kSageBackwardParts = 8;  // row parts of the SAGE backward (sage_linear): its tasks
+constexpr int64_t kLinearBackwardParts = 8;  // row parts of row_linear's backward: its tasks
 constexpr int64_t kDropoutGrain = 4096;  // elements per parallel task of counter_dropout
 
 // dims < 0: any number of dimensions.

@@ -1,9 +1,10 @@
 // The fused kernels' vector paths: the loops of sage_linear, gelu_dropout_add_layer_norm and
-// fused_gelu over float rows of H = 32 or 64, written once (trainer/kernels/vector/) and
-// compiled for two instruction sets, AVX2 + FMA (x86-64-v3, 8-float vectors) and AVX-512
-// (x86-64-v4, 16-float vectors). The kernels call them through the table of the path chosen
-// at run time from the CPU's features, so one binary (TPUPERF_NATIVE=OFF included) runs the
-// widest path the CPU has; on a CPU without AVX2 they run their LibTorch definitions.
+// fused_gelu over float rows of H = 32 or 64, and of row_linear, written once
+// (trainer/kernels/vector/) and compiled for two instruction sets, AVX2 + FMA (x86-64-v3,
+// 8-float vectors) and AVX-512 (x86-64-v4, 16-float vectors). The kernels call them
+// through the table of the path chosen at run time from the CPU's features, so one binary
+// (TPUPERF_NATIVE=OFF included) runs the widest path the CPU has; on a CPU without AVX2
+// they run their LibTorch definitions.
 //
 // TPUPERF_VECTOR_ISA=avx512|avx2|none (or use_vector_isa) forces a path, for benchmarking
 // and tests: none runs every kernel's LibTorch form (the same math with LibTorch's ops).
@@ -62,6 +63,16 @@ struct VectorPath {
                             double* acc);
   // Elements [b, e): out = gelu(z), or grad * gelu'(z) when grad is not null.
   void (*gelu)(const float* z, const float* grad, float* out, int64_t b, int64_t e);
+  // A linear layer over rows [r0, r1) of x (rows of K floats), M (a multiple of 64)
+  // outputs: y = x wt + bias (wt: K x M, the weight transposed; bias may be null).
+  void (*linear_forward)(int64_t K, int64_t M, const float* x, int64_t r0, int64_t r1, const float* wt,
+                         const float* bias, float* y);
+  // Its backward from y's gradient g over the same rows: x's gradient g w (w: M x K, the
+  // weight; K a multiple of 64; skipped when gx is null), and this part's gradient of wt,
+  // gwt (K x M) = x^T g, and of the bias, gb (M doubles) = column sums of g; gwt and gb
+  // overwritten.
+  void (*linear_backward)(int64_t K, int64_t M, const float* x, const float* g, int64_t r0, int64_t r1,
+                          const float* w, float* gx, float* gwt, double* gb);
 };
 
 // The path in use: the widest the CPU has, or TPUPERF_VECTOR_ISA's, or the last

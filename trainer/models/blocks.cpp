@@ -116,6 +116,10 @@ torch::Tensor apply_dropout(const torch::Tensor& x, const DropoutDraw& d, bool f
 
 torch::Tensor apply_gelu(const torch::Tensor& x, bool fused) { return fused ? fused_gelu(x) : F::gelu(x); }
 
+torch::Tensor apply_linear(torch::nn::Linear& linear, const torch::Tensor& x, bool fused) {
+  return fused ? row_linear(x, linear->weight, linear->bias) : linear(x);
+}
+
 SageBlockImpl::SageBlockImpl(int64_t hidden, double dropout_, bool fused_)
     : linear(register_module("linear", torch::nn::Linear(3 * hidden, hidden))),
       norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
@@ -162,10 +166,10 @@ torch::Tensor SageBlockImpl::forward_configs(const torch::Tensor& base, const to
   const DropoutDraw d = draw_dropout(*this, dropout);  // where forward draws it
   const auto from_base = sage_linear(base.unsqueeze(0), linear->weight, linear->bias, graph.adjacency());
   if (base_linear) *base_linear = from_base;
-  // W's blocks [W_self | W_producers | W_consumers] (H x 3H) side by side as H x 3H inputs
-  // to outputs: row 3 m + k of the product is term m through block k.
-  const auto blocks = linear->weight.reshape({H, 3, H}).permute({2, 1, 0}).reshape({H, 3 * H});
-  const auto from_term = torch::mm(term.reshape({S * M, H}), blocks).view({S, 3 * M, H});
+  // W's blocks [W_self | W_producers | W_consumers] (H x 3H) stacked as a 3H x H linear
+  // layer: row 3 m + k of the product is term m through block k.
+  const auto blocks = linear->weight.reshape({H, 3, H}).transpose(0, 1).reshape({3 * H, H});
+  const auto from_term = row_linear(term, blocks, torch::Tensor()).view({S, 3 * M, H});
   const ConfigMessages m = config_messages(config_node, graph.adjacency());
   const auto z = add_gathered_sum(from_base.squeeze(0), from_term, m.ptr, m.index, m.weight);
   // The block's input, index_add's sum of base and the terms at their nodes, by the same

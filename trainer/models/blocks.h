@@ -47,6 +47,10 @@ torch::Tensor apply_dropout(const torch::Tensor& x, const DropoutDraw& d, bool f
 // The erf GELU: fused_gelu (trainer/kernels/) or LibTorch's.
 torch::Tensor apply_gelu(const torch::Tensor& x, bool fused);
 
+// linear(x): row_linear (trainer/kernels/) or the module's own forward. For the layers
+// applied per (slot, configurable node): ~10k rows a layout default step.
+torch::Tensor apply_linear(torch::nn::Linear& linear, const torch::Tensor& x, bool fused);
+
 // h' = LayerNorm(h + Dropout(GELU(W [h, mean of producers, mean of consumers]))). The
 // parameters are those of the plain modules (linear: H x 3H, norm), so checkpoints do not
 // depend on the path.

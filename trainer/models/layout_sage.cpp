@@ -36,7 +36,7 @@ class LayoutSage : public RankingModel {
     const BatchGraph graph(batch);
     const auto base = encoder(batch.node_feat, batch.node_opcode);  // 1. N x H
     const auto x = sage_blocks_over_configs(blocks, base, batch, graph, [&] {  // 2.-3. S x N x H
-      return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused), fused));
+      return apply_linear(config_out, apply_gelu(embed_layout_values(config_embed, batch, fused), fused), fused);
     });
     return readout(x, batch);  // 4. G x S
   }

@@ -65,8 +65,9 @@ class LayoutShapeContext : public RankingModel {
     const auto x = sage_blocks_over_configs(
         blocks, base, batch, graph,
         [&] {  // 2.-3. S x N x H
-          const auto shape = shape_in(require_config_shape(batch, kArch).flatten(0, 1));
-          return config_out(apply_gelu(embed_layout_values(config_embed, batch, fused) + shape, fused));
+          const auto shape = apply_linear(shape_in, require_config_shape(batch, kArch).flatten(0, 1), fused);
+          return apply_linear(config_out, apply_gelu(embed_layout_values(config_embed, batch, fused) + shape, fused),
+                              fused);
         },
         &base_linear);
     auto scores = readout_scores(x, batch);  // 4. G x S

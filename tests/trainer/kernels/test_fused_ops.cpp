@@ -380,6 +380,69 @@ TEST_F(FusedOps, EpilogueGeluHoldsOverTheWholeRange) {
   check(rows, 0.0);
 }
 
+// ------------------------------------------------------------------------- row_linear
+// row_linear against F::linear, value and the gradients of x (when it needs one), W and b:
+// the layout models' shapes (K = 27 without x's gradient, K = 64 with; 64 and 192 outputs),
+// rows in 8 backward parts and blocks of 64 with shorter tails (1,003 rows), one row, and
+// shapes the kernels leave to LibTorch (48 outputs; K = 27 with x's gradient; double). On
+// a vector path the layout shapes must take it.
+TEST_F(FusedOps, RowLinearMatchesLinear) {
+  struct Case {
+    int64_t K, M, rows;
+    bool bias, x_grad, vector;  // vector: the shape is meant for the kernels
+  };
+  const std::vector<Case> cases = {{64, 64, 1003, true, true, true},   {27, 64, 1003, true, false, true},
+                                   {64, 192, 1003, false, true, true}, {64, 192, 1, true, true, true},
+                                   {128, 64, 70, true, true, true},    {27, 64, 70, true, true, false},
+                                   {64, 48, 70, true, true, false}};
+  for (const auto& c : cases) {
+    for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+      const auto opts = torch::TensorOptions().dtype(dtype);
+      const auto x = torch::randn({c.rows, 1, c.K}, opts), w = torch::randn({c.M, c.K}, opts) / std::sqrt(c.K),
+                 b = c.bias ? torch::randn({c.M}, opts) : torch::Tensor();
+      const bool vector = c.vector && dtype == torch::kFloat32 && kernels::vector_path();
+      EXPECT_EQ(kernels::row_linear_path(x, w, c.x_grad) != nullptr, vector)
+          << "K " << c.K << ", M " << c.M << ", x's gradient " << c.x_grad << ", " << dtype;
+      const auto run_as = [&](bool fused, torch::Dtype as) {
+        // Leaf copies (to() of the same type would return the tensor itself).
+        auto xl = x.to(as).clone().set_requires_grad(c.x_grad), wl = w.to(as).clone().set_requires_grad(true);
+        auto bl = c.bias ? b.to(as).clone().set_requires_grad(true) : torch::Tensor();
+        const auto y = fused ? row_linear(xl, wl, bl) : F::linear(xl, wl, bl);
+        (y * torch::linspace(-1, 1, y.numel(), opts).to(as).view(y.sizes())).sum().backward();
+        const auto zero = torch::zeros({1}, opts);
+        return std::vector<torch::Tensor>{y.detach().to(dtype), c.x_grad ? xl.grad().to(dtype) : zero,
+                                          wl.grad().to(dtype), c.bias ? bl.grad().to(dtype) : zero};
+      };
+      const auto run = [&](bool fused) { return run_as(fused, dtype); };
+      const auto run_double = [&](bool fused) { return run_as(fused, torch::kFloat64); };
+      // The kernels' reference is F::linear in double: LibTorch's float sum of the bias's
+      // gradient over 1,003 rows is 4e-5 off it, the kernels sum it in double. LibTorch's
+      // path is F::linear's own ops, compared in its own type.
+      const auto got = run(true), want = vector ? run_double(false) : run(false);
+      const char* names[] = {"value", "x's gradient", "W's gradient", "b's gradient"};
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].sizes(), want[i].sizes()) << names[i];
+        const double scale = std::max(1.0, want[i].abs().max().item<double>());
+        EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-5 * scale))
+            << names[i] << " (K " << c.K << ", M " << c.M << ", rows " << c.rows << "): max abs diff "
+            << (got[i] - want[i]).abs().max().item<double>();
+      }
+    }
+  }
+}
+
+// The backward's parts are a fixed split of the rows: the same bits with 1 and 3 threads.
+TEST_F(FusedOps, RowLinearDoesNotDependOnTheThreadCount) {
+  const std::vector<torch::Tensor> in{torch::randn({4, 250, 64}), torch::randn({192, 64}) / 8, torch::randn({192})};
+  const Fn layer = [](const std::vector<torch::Tensor>& t) { return row_linear(t[0], t[1], t[2]); };
+  const auto w = torch::randn({4, 250, 192});
+  torch::set_num_threads(3);
+  const auto three = value_and_grads(layer, in, w);
+  torch::set_num_threads(1);
+  const auto one = value_and_grads(layer, in, w);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], three[i])) << "output " << i;
+}
+
 // fused_gelu against LibTorch's GELU, value and gradient: float over the whole range (whole
 // blocks of 16 and a tail: 3 x 7 x 5 = 105 elements), the tails, 0 and a denormal; double
 // (LibTorch's path) on random values; a non-contiguous input.

@@ -15,7 +15,9 @@ const VectorPath& path_table() {
                                 sage_backward,
                                 epilogue_forward,
                                 epilogue_backward,
-                                gelu};
+                                gelu,
+                                linear_forward,
+                                linear_backward};
   return table;
 }
 

@@ -18,6 +18,10 @@ void epilogue_backward(int64_t H, int64_t r0, int64_t r1, const float* xhat, con
                        const float* gout, const float* gamma, const float* rstd, float* gx, float* gz,
                        double* acc);
 void gelu(const float* z, const float* grad, float* out, int64_t b, int64_t e);
+void linear_forward(int64_t K, int64_t M, const float* x, int64_t r0, int64_t r1, const float* wt,
+                    const float* bias, float* y);
+void linear_backward(int64_t K, int64_t M, const float* x, const float* g, int64_t r0, int64_t r1, const float* w,
+                     float* gx, float* gwt, double* gb);
 
 const VectorPath& path_table();
 

@@ -32,12 +32,13 @@ constexpr int matmul_block_rows(int kM) {
   return kM == 32 ? 3 : std::max(1, kAccumulators / (kM / kLanes));
 }
 
-// out[r] (+)= a[r, :kK] @ w (kK x kM, row-major with row stride ldw) for r in [r0, r1);
-// kR rows share each load of w.
-template <int kK, int kM, int kR = matmul_block_rows(kM)>
-void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64_t r1,
-                       const float* __restrict w, int64_t ldw, float* __restrict out,
-                       int64_t ldo, bool accumulate) {
+// out[r] (+)= a[r, :K] @ w (K x kM, row-major with row stride ldw) for r in [r0, r1); kR
+// rows share each load of w. The body of small_matmul_rows (K a constant there, once
+// inlined) and of the linear layers' kernels (linear_rows.cpp, K as the layer has it).
+template <int kM, int kR = matmul_block_rows(kM)>
+[[gnu::always_inline]] inline void matmul_rows_k(const float* __restrict a, int64_t lda, int64_t K, int64_t r0,
+                                                 int64_t r1, const float* __restrict w, int64_t ldw,
+                                                 float* __restrict out, int64_t ldo, bool accumulate) {
   constexpr int kV = kM / kLanes;
   static_assert(kM % kLanes == 0, "output width must be a whole number of vectors");
   int64_t r = r0;
@@ -48,7 +49,7 @@ void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64
 #pragma GCC unroll 16
       for (int v = 0; v < kV; ++v)
         acc[i][v] = accumulate ? load_vec(out + (r + i) * ldo + kLanes * v) : FloatVec{};
-    for (int k = 0; k < kK; ++k) {
+    for (int64_t k = 0; k < K; ++k) {
       FloatVec ak[kR];
 #pragma GCC unroll 16
       for (int i = 0; i < kR; ++i) ak[i] = broadcast(a[(r + i) * lda + k]);
@@ -64,7 +65,15 @@ void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64
 #pragma GCC unroll 16
       for (int v = 0; v < kV; ++v) store_vec(out + (r + i) * ldo + kLanes * v, acc[i][v]);
   }
-  if constexpr (kR > 1) small_matmul_rows<kK, kM, 1>(a, lda, r, r1, w, ldw, out, ldo, accumulate);
+  if constexpr (kR > 1) matmul_rows_k<kM, 1>(a, lda, K, r, r1, w, ldw, out, ldo, accumulate);
+}
+
+// matmul_rows_k with K = kK, compiled for that K (the SAGE layer's).
+template <int kK, int kM, int kR = matmul_block_rows(kM)>
+void small_matmul_rows(const float* __restrict a, int64_t lda, int64_t r0, int64_t r1,
+                       const float* __restrict w, int64_t ldw, float* __restrict out,
+                       int64_t ldo, bool accumulate) {
+  matmul_rows_k<kM, kR>(a, lda, kK, r0, r1, w, ldw, out, ldo, accumulate);
 }
 
 // Rows per block of small_outer_rows: a block's rows of g and b stay in L1 while the
