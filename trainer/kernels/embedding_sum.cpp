@@ -46,7 +46,8 @@ struct EmbeddingSum : torch::autograd::Function<EmbeddingSum> {
     const auto values = ctx->get_saved_variables()[0];
     const auto g = grads[0].contiguous();
     const int64_t R = g.size(0), H = g.size(1), K = values.size(1), V = ctx->saved_data["V"].toInt();
-    const int64_t per = chunk_rows(R), chunks = std::max<int64_t>(1, (R + per - 1) / per);
+    const RowParts parts = row_parts(R, kMaxChunks);
+    const int64_t per = parts.per, chunks = parts.count;
     auto partial = torch::zeros({chunks, V, H}, g.options());
     const int64_t* vp = values.data_ptr<int64_t>();
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "embedding_sum_backward", [&] {

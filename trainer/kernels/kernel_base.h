@@ -22,8 +22,9 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kGrain = 32;           // rows per parallel task
 constexpr int64_t kMaxChunks = 64;       // fixed partial-sum chunks: results independent of threads
-constexpr int64_t kSageBackwardParts = 8;  // row parts of the SAGE backward (sage_linear): its tasks
-constexpr int64_t kLinearBackwardParts = 8;  // row parts of row_linear's backward: its tasks
+// Row parts of the backwards that write a partial weight gradient per part (sage_linear,
+// row_linear): their tasks.
+constexpr int64_t kWeightGradientParts = 8;
 constexpr int64_t kDropoutGrain = 4096;  // elements per parallel task of counter_dropout
 
 // dims < 0: any number of dimensions.
@@ -82,10 +83,19 @@ void sum_over_slots(const T* g, int64_t S, int64_t N, int64_t H, T* out) {
   });
 }
 
-// Rows per chunk so that there are at most kMaxChunks chunks of at least kGrain rows.
-inline int64_t chunk_rows(int64_t rows) {
-  return std::max(kGrain, (rows + kMaxChunks - 1) / kMaxChunks);
+// A fixed split of `rows` into `count` parts of `per` rows (the last one shorter; at least
+// one part, of at least kGrain rows, at most max_parts of them): partial sums per part, added
+// in order, do not depend on the number of threads.
+struct RowParts {
+  int64_t per, count;
+};
+inline RowParts row_parts(int64_t rows, int64_t max_parts) {
+  const int64_t per = std::max(kGrain, (rows + max_parts - 1) / max_parts);
+  return {per, std::max<int64_t>(1, (rows + per - 1) / per)};
 }
+
+// Rows per chunk so that there are at most kMaxChunks chunks of at least kGrain rows.
+inline int64_t chunk_rows(int64_t rows) { return row_parts(rows, kMaxChunks).per; }
 
 
 }  // namespace tpuperf::kernels

@@ -29,24 +29,23 @@ Tensor forward_rows(const VectorPath& path, const Tensor& x, const Tensor& weigh
   return y;
 }
 
-// The vector path's backward over a fixed split of the rows (at most kLinearBackwardParts
+// The vector path's backward over a fixed split of the rows (at most kWeightGradientParts
 // parts, each writing its own partial weight and bias gradients, added in order): the
 // result does not depend on the number of threads.
 std::tuple<Tensor, Tensor, Tensor> backward_rows(const VectorPath& path, const Tensor& g, const Tensor& x,
                                                  const Tensor& weight, bool x_grad) {
   const int64_t rows = x.size(0), K = x.size(1), M = weight.size(0);
-  const int64_t per = std::max(kGrain, (rows + kLinearBackwardParts - 1) / kLinearBackwardParts);
-  const int64_t parts = std::max<int64_t>(1, (rows + per - 1) / per);
+  const RowParts parts = row_parts(rows, kWeightGradientParts);
   const auto w = weight.contiguous();
   auto grad_x = x_grad ? torch::empty_like(x) : Tensor();
-  auto gwt = torch::empty({parts, K, M}, g.options());
-  auto gb = torch::empty({parts, M}, g.options().dtype(torch::kDouble));  // long sums: double
+  auto gwt = torch::empty({parts.count, K, M}, g.options());
+  auto gb = torch::empty({parts.count, M}, g.options().dtype(torch::kDouble));  // long sums: double
   const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
   float *gxp = x_grad ? grad_x.data_ptr<float>() : nullptr, *gwp = gwt.data_ptr<float>();
   double* gbp = gb.data_ptr<double>();
-  at::parallel_for(0, parts, 1, [&](int64_t pb, int64_t pe) {
+  at::parallel_for(0, parts.count, 1, [&](int64_t pb, int64_t pe) {
     for (int64_t p = pb; p < pe; ++p) {
-      const int64_t r0 = std::min(rows, p * per), r1 = std::min(rows, r0 + per);
+      const int64_t r0 = std::min(rows, p * parts.per), r1 = std::min(rows, r0 + parts.per);
       path.linear_backward(K, M, xp, gp, r0, r1, wp, gxp, gwp + p * K * M, gbp + p * M);
     }
   });

@@ -40,28 +40,27 @@ Tensor sage_forward_rows(const VectorPath& path, const Tensor& x, const Tensor& 
   return out;
 }
 
-// The vector path's backward over a fixed split of the rows (at most kSageBackwardParts
+// The vector path's backward over a fixed split of the rows (at most kWeightGradientParts
 // parts; each part's 3H x H partial of the weight's gradient is written and read once more),
 // the partials added in order: the result does not depend on the number of threads, and at
-// most kSageBackwardParts threads work on it.
+// most kWeightGradientParts threads work on it.
 std::tuple<Tensor, Tensor, Tensor> sage_backward_rows(const VectorPath& path, const Tensor& g, const Tensor& x,
                                                       const Tensor& weight, const CsrGraph& graph,
                                                       const Tensor& also_x) {
   const int64_t N = g.size(1), H = g.size(2), rows = g.numel() / H;
   // The weight's three H x H blocks stacked (3H x H): x's gradient is [g, grad means] @ ws.
   const auto ws = weight.reshape({H, 3, H}).transpose(0, 1).reshape({3 * H, H}).contiguous();
-  const int64_t per = std::max(kGrain, (rows + kSageBackwardParts - 1) / kSageBackwardParts);
-  const int64_t chunks = std::max<int64_t>(1, (rows + per - 1) / per);
+  const RowParts parts = row_parts(rows, kWeightGradientParts);
   auto grad_x = torch::empty_like(x);
-  auto gws = torch::empty({chunks, 3 * H, H}, g.options());
-  auto gb = torch::empty({chunks, H}, g.options().dtype(torch::kDouble));  // long sums: double
+  auto gws = torch::empty({parts.count, 3 * H, H}, g.options());
+  auto gb = torch::empty({parts.count, H}, g.options().dtype(torch::kDouble));  // long sums: double
   const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = ws.data_ptr<float>();
   const float* ap = also_x.defined() ? also_x.data_ptr<float>() : nullptr;
   float *gxp = grad_x.data_ptr<float>(), *gwp = gws.data_ptr<float>();
   double* gbp = gb.data_ptr<double>();
-  at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+  at::parallel_for(0, parts.count, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
-      const int64_t r0 = std::min(rows, c * per), r1 = std::min(rows, r0 + per);
+      const int64_t r0 = std::min(rows, c * parts.per), r1 = std::min(rows, r0 + parts.per);
       path.sage_backward(H, gp, xp, N, graph, r0, r1, wp, ap, gxp, gwp + c * 3 * H * H, gbp + c * H);
     }
   });
