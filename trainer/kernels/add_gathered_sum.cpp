@@ -9,6 +9,53 @@ namespace tpuperf {
 namespace kernels {
 namespace {
 
+// out rows [b, e) of S x N (flat row r = s N + u) = node[u] + sum over k in
+// [ptr[u], ptr[u + 1]) of weight[k] table[s, index[k]] (table: S x T rows), terms added in
+// order of k.
+template <int kH, typename T>
+void forward_rows(Width<kH> width, const T* node, const T* table, const int64_t* ptr, const int64_t* index,
+                  const T* weight, int64_t N, int64_t T_rows, int64_t b, int64_t e, T* out) {
+  const int64_t H = width.value();
+  int64_t s = b / N, u = b % N;  // one division per task, not one per row
+  for (int64_t r = b; r < e; ++r) {
+    const T* slot = table + s * T_rows * H;
+    if constexpr (kH > 0 && std::is_same_v<T, float>) {
+      FloatRow<kH> sum;
+      sum.load(node + u * kH);
+      for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) sum.add_scaled(slot + index[k] * kH, weight[k]);
+      sum.store(out + r * kH);
+      if (++u == N) u = 0, ++s;
+      continue;
+    }
+    T* __restrict o = out + r * H;
+    const T* __restrict n = node + u * H;
+    for (int64_t j = 0; j < H; ++j) o[j] = n[j];
+    for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
+      const T* __restrict t = slot + index[k] * H;
+      const T w = weight[k];
+      for (int64_t j = 0; j < H; ++j) o[j] += w * t[j];
+    }
+    if (++u == N) u = 0, ++s;
+  }
+}
+
+// grad_table[s] (T x H, zeroed) += weight[k] g[s, u] for every node u and k in
+// [ptr[u], ptr[u + 1]), in order of u and k: slots [b, e).
+template <int kH, typename T>
+void table_grad_slots(Width<kH> width, const T* g, const int64_t* ptr, const int64_t* index, const T* weight,
+                      int64_t N, int64_t T_rows, int64_t b, int64_t e, T* grad_table) {
+  const int64_t H = width.value();
+  for (int64_t s = b; s < e; ++s)
+    for (int64_t u = 0; u < N; ++u) {
+      const T* __restrict gu = g + (s * N + u) * H;
+      for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
+        T* __restrict o = grad_table + (s * T_rows + index[k]) * H;
+        const T w = weight[k];
+        for (int64_t j = 0; j < H; ++j) o[j] += w * gu[j];
+      }
+    }
+}
+
 struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
   static Tensor forward(AutogradContext* ctx, const Tensor& node_in, const Tensor& table_in, const Tensor& ptr,
                         const Tensor& index, const Tensor& weight_in) {
@@ -28,17 +75,10 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
       const scalar_t *np = node.data_ptr<scalar_t>(), *tp = table.data_ptr<scalar_t>(),
                      *wp = weight.data_ptr<scalar_t>();
       scalar_t* op = out.data_ptr<scalar_t>();
-      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t s = r / N, u = r % N;
-          scalar_t* o = op + r * H;
-          for (int64_t j = 0; j < H; ++j) o[j] = np[u * H + j];
-          for (int64_t k = pp[u]; k < pp[u + 1]; ++k) {
-            const scalar_t* t = tp + (s * T + ip[k]) * H;
-            const scalar_t w = wp[k];
-            for (int64_t j = 0; j < H; ++j) o[j] += w * t[j];
-          }
-        }
+      with_width(H, [&](auto width) {
+        at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
+          forward_rows(width, np, tp, pp, ip, wp, N, T, b, e, op);
+        });
       });
     });
     ctx->save_for_backward({ptr, index, weight});
@@ -46,8 +86,8 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
     return out;
   }
 
-  // grad_node sums the slots in order; each slot's table rows are summed by one task, nodes
-  // in order: no dependence on threads.
+  // grad_node sums the slots in order; each row of grad_table is summed by one task: no
+  // dependence on threads.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &ptr = saved[0], &index = saved[1], &weight = saved[2];
@@ -61,16 +101,8 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
       const scalar_t *gp = g.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
       scalar_t *np = grad_node.data_ptr<scalar_t>(), *tp = grad_table.data_ptr<scalar_t>();
       sum_over_slots(gp, S, N, H, np);
-      at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s)
-          for (int64_t u = 0; u < N; ++u) {
-            const scalar_t* gu = gp + (s * N + u) * H;
-            for (int64_t k = pp[u]; k < pp[u + 1]; ++k) {
-              scalar_t* o = tp + (s * T + ip[k]) * H;
-              const scalar_t w = wp[k];
-              for (int64_t j = 0; j < H; ++j) o[j] += w * gu[j];
-            }
-          }
+      with_width(H, [&](auto width) {
+        at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) { table_grad_slots(width, gp, pp, ip, wp, N, T, b, e, tp); });
       });
     });
     return {grad_node, grad_table, Tensor(), Tensor(), Tensor()};

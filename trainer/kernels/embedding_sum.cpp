@@ -8,6 +8,43 @@ namespace tpuperf {
 namespace kernels {
 namespace {
 
+// out rows [b, e) = the sum of the table rows (wp) each row's K indices pick, in order.
+template <int kH, typename T>
+void sum_rows(Width<kH> width, const T* wp, const int64_t* vp, int64_t K, int64_t b, int64_t e, T* out) {
+  const int64_t H = width.value();
+  if constexpr (kH > 0 && std::is_same_v<T, float>) {
+    for (int64_t r = b; r < e; ++r) {
+      FloatRow<kH> sum;
+      sum.load(wp + vp[r * K] * kH);
+      for (int64_t k = 1; k < K; ++k) sum.add(wp + vp[r * K + k] * kH);
+      sum.store(out + r * kH);
+    }
+    return;
+  }
+  for (int64_t r = b; r < e; ++r) {
+    T* __restrict o = out + r * H;
+    const T* first = wp + vp[r * K] * H;
+    for (int64_t j = 0; j < H; ++j) o[j] = first[j];
+    for (int64_t k = 1; k < K; ++k) {
+      const T* __restrict w = wp + vp[r * K + k] * H;
+      for (int64_t j = 0; j < H; ++j) o[j] += w[j];
+    }
+  }
+}
+
+// table rows (V x H) += each row r in [b, e) of g, once per index it picked.
+template <int kH, typename T>
+void add_rows(Width<kH> width, const T* g, const int64_t* vp, int64_t K, int64_t b, int64_t e, T* table) {
+  const int64_t H = width.value();
+  for (int64_t r = b; r < e; ++r) {
+    const T* __restrict gr = g + r * H;
+    for (int64_t k = 0; k < K; ++k) {
+      T* __restrict t = table + vp[r * K + k] * H;
+      for (int64_t j = 0; j < H; ++j) t[j] += gr[j];
+    }
+  }
+}
+
 // ------------------------------------------------------------------ embedding sum
 // The layout model's value table: each (config, configurable node) row sums the 18 rows of
 // its layout values. LibTorch's fast path was a one-hot matrix (rows x 126, zeroed and
@@ -23,16 +60,8 @@ struct EmbeddingSum : torch::autograd::Function<EmbeddingSum> {
     AT_DISPATCH_FLOATING_TYPES(weight.scalar_type(), "embedding_sum", [&] {
       const scalar_t* __restrict wp = weight.data_ptr<scalar_t>();
       scalar_t* __restrict op = out.data_ptr<scalar_t>();
-      at::parallel_for(0, R, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          scalar_t* __restrict o = op + r * H;
-          const scalar_t* first = wp + vp[r * K] * H;
-          for (int64_t j = 0; j < H; ++j) o[j] = first[j];
-          for (int64_t k = 1; k < K; ++k) {
-            const scalar_t* __restrict w = wp + vp[r * K + k] * H;
-            for (int64_t j = 0; j < H; ++j) o[j] += w[j];
-          }
-        }
+      with_width(H, [&](auto width) {
+        at::parallel_for(0, R, kGrain, [&](int64_t b, int64_t e) { sum_rows(width, wp, vp, K, b, e, op); });
       });
     });
     ctx->save_for_backward({values});
@@ -53,15 +82,11 @@ struct EmbeddingSum : torch::autograd::Function<EmbeddingSum> {
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "embedding_sum_backward", [&] {
       const scalar_t* gp = g.data_ptr<scalar_t>();
       scalar_t* pp = partial.data_ptr<scalar_t>();
-      at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-        for (int64_t c = cb; c < ce; ++c)
-          for (int64_t r = c * per; r < std::min(R, (c + 1) * per); ++r) {
-            const scalar_t* __restrict gr = gp + r * H;
-            for (int64_t k = 0; k < K; ++k) {
-              scalar_t* __restrict t = pp + (c * V + vp[r * K + k]) * H;
-              for (int64_t j = 0; j < H; ++j) t[j] += gr[j];
-            }
-          }
+      with_width(H, [&](auto width) {
+        at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+          for (int64_t c = cb; c < ce; ++c)
+            add_rows(width, gp, vp, K, c * per, std::min(R, (c + 1) * per), pp + c * V * H);
+        });
       });
     });
     return {partial.sum(0), Tensor()};

@@ -83,6 +83,57 @@ void sum_over_slots(const T* g, int64_t S, int64_t N, int64_t H, T* out) {
   });
 }
 
+// A row width: kH when known when compiled (kH > 0), else the run-time value. Kernels whose
+// rows take a few operations each (a copy, a few adds of 64 floats) spent most of their
+// time on loops of unknown length and their alias checks (docs/experiments E53).
+template <int kH>
+struct Width {
+  int64_t run_time;
+  int64_t value() const { return kH > 0 ? kH : run_time; }
+};
+
+// Calls f(Width<kH>) with kH = H for the default models' widths (32 and 64), else 0.
+template <typename F>
+void with_width(int64_t H, F&& f) {
+  if (H == 64) f(Width<64>{H});
+  else if (H == 32) f(Width<32>{H});
+  else f(Width<0>{H});
+}
+
+// A row of kH floats (a multiple of 8) in vector registers: a sum of a few rows loaded,
+// added and stored once, not added into memory row by row. GCC kept such sums in memory when
+// they were arrays of floats; arrays of its vector type stay in registers (embedding_sum's
+// forward at the layout default's shapes ran 2.7x faster, docs/experiments E53).
+template <int kH>
+struct FloatRow {
+  static_assert(kH % 8 == 0, "whole vectors of 8 floats");
+  typedef float Vec __attribute__((vector_size(32)));
+  Vec v[kH / 8];
+
+  [[gnu::always_inline]] void load(const float* p) {
+#pragma GCC unroll 8
+    for (int q = 0; q < kH / 8; ++q) v[q] = at(p, q);
+  }
+  [[gnu::always_inline]] void add(const float* p) {
+#pragma GCC unroll 8
+    for (int q = 0; q < kH / 8; ++q) v[q] += at(p, q);
+  }
+  // += w * p, as `o[j] += w * p[j]` (contracted to a multiply-add where the compiler does).
+  [[gnu::always_inline]] void add_scaled(const float* p, float w) {
+#pragma GCC unroll 8
+    for (int q = 0; q < kH / 8; ++q) v[q] += w * at(p, q);
+  }
+  [[gnu::always_inline]] static Vec at(const float* p, int q) {
+    Vec x;
+    std::memcpy(&x, p + 8 * q, sizeof(Vec));
+    return x;
+  }
+  [[gnu::always_inline]] void store(float* p) const {
+#pragma GCC unroll 8
+    for (int q = 0; q < kH / 8; ++q) std::memcpy(p + 8 * q, &v[q], sizeof(Vec));
+  }
+};
+
 // A fixed split of `rows` into `count` parts of `per` rows (the last one shorter; at least
 // one part, of at least kGrain rows, at most max_parts of them): partial sums per part, added
 // in order, do not depend on the number of threads.

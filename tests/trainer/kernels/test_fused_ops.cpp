@@ -260,7 +260,7 @@ TEST_F(FusedOps, AddGatheredMatchesBroadcastIndexSelect) {
 // -------------------------------------------------------------------- add_gathered_sum
 // Against index_select and index_add: nodes with no rows (0, 4), one row, several rows and
 // a table row read twice by one node (row 1 by node 2) and by several nodes (row 0); table
-// row 3 read by none.
+// row 3 read by none; at the widths compiled apart (32, 64) and another.
 TEST_F(FusedOps, AddGatheredSumMatchesIndexSelectAndIndexAdd) {
   const auto ptr = torch::tensor(std::vector<int64_t>{0, 0, 1, 4, 6, 6});
   const auto index = torch::tensor(std::vector<int64_t>{2, 1, 0, 1, 0, 4});
@@ -275,7 +275,9 @@ TEST_F(FusedOps, AddGatheredSumMatchesIndexSelectAndIndexAdd) {
       const auto rows = in[1].index_select(1, index) * weight.to(dtype).view({1, -1, 1});
       return in[0].unsqueeze(0) + torch::zeros({in[1].size(0), 5, in[0].size(1)}, opts).index_add(1, node_of, rows);
     };
-    expect_same(fused, plain, {torch::randn({5, 7}, opts), torch::randn({3, 5, 7}, opts)}, 1e-6, 1e-6);
+    // H = 32 and 64: float rows summed in registers (kernel_base.h FloatRow); 7: any width.
+    for (int64_t H : {7, 32, 64})
+      expect_same(fused, plain, {torch::randn({5, H}, opts), torch::randn({3, 5, H}, opts)}, 1e-6, 1e-6);
   }
   expect_finite_differences([&](const std::vector<torch::Tensor>& in) {
     return add_gathered_sum(in[0], in[1], ptr, index, weight);
@@ -307,7 +309,7 @@ TEST_F(FusedOps, EmbeddingSumMatchesEmbeddingBagSum) {
     const Fn plain = [&](const std::vector<torch::Tensor>& in) {
       return F::embedding_bag(values, in[0], F::EmbeddingBagFuncOptions().mode(torch::kSum));
     };
-    for (int64_t H : {64, 5}) expect_same(fused, plain, {torch::randn({126, H}, opts)}, 1e-5, 1e-5);
+    for (int64_t H : {64, 32, 5}) expect_same(fused, plain, {torch::randn({126, H}, opts)}, 1e-5, 1e-5);
   }
   const auto few = torch::tensor(std::vector<int64_t>{0, 2, 2, 1, 0, 3}).view({3, 2});
   expect_finite_differences([&](const std::vector<torch::Tensor>& in) { return embedding_sum(in[0], few); },
