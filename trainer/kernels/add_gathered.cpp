@@ -8,6 +8,54 @@ namespace tpuperf {
 namespace kernels {
 namespace {
 
+// out rows [b, e) of S x N (flat row r = s N + u) = node[u] + table[s, index[u]].
+template <int kH, typename T>
+void forward_rows(Width<kH> width, const T* node, const T* table, const int64_t* index, int64_t N, int64_t T_rows,
+                  int64_t b, int64_t e, T* out) {
+  const int64_t H = width.value();
+  int64_t s = b / N, u = b % N;  // one division per task, not one per row
+  for (int64_t r = b; r < e; ++r) {
+    const T* t = table + (s * T_rows + index[u]) * H;
+    if constexpr (kH > 0 && std::is_same_v<T, float>) {
+      FloatRow<kH> sum;
+      sum.load(node + u * kH);
+      sum.add(t);
+      sum.store(out + r * kH);
+    } else {
+      for (int64_t j = 0; j < H; ++j) out[r * H + j] = node[u * H + j] + t[j];
+    }
+    if (++u == N) u = 0, ++s;
+  }
+}
+
+// grad_table[s] (T x H, zeroed) += g[s, u] at row index[u], nodes in order: slots [b, e).
+// Runs of nodes with one index (a graph's nodes, in order) are summed in registers and
+// added to their row once, in the same order.
+template <int kH, typename T>
+void table_grad_slots(Width<kH> width, const T* g, const int64_t* index, int64_t N, int64_t T_rows, int64_t b,
+                      int64_t e, T* grad_table) {
+  const int64_t H = width.value();
+  for (int64_t s = b; s < e; ++s) {
+    T* slot_table = grad_table + s * T_rows * H;
+    const T* slot_g = g + s * N * H;
+    if constexpr (kH > 0 && std::is_same_v<T, float>) {
+      for (int64_t u = 0; u < N;) {
+        const int64_t row = index[u];
+        FloatRow<kH> sum;
+        sum.load(slot_table + row * kH);
+        for (; u < N && index[u] == row; ++u) sum.add(slot_g + u * kH);
+        sum.store(slot_table + row * kH);
+      }
+    } else {
+      for (int64_t u = 0; u < N; ++u) {
+        T* __restrict o = slot_table + index[u] * H;
+        const T* __restrict gu = slot_g + u * H;
+        for (int64_t j = 0; j < H; ++j) o[j] += gu[j];
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------------ add gathered rows
 struct AddGathered : torch::autograd::Function<AddGathered> {
   static Tensor forward(AutogradContext* ctx, const Tensor& node_in, const Tensor& table_in,
@@ -24,12 +72,9 @@ struct AddGathered : torch::autograd::Function<AddGathered> {
       const scalar_t* np = node.data_ptr<scalar_t>();
       const scalar_t* tp = table.data_ptr<scalar_t>();
       scalar_t* op = out.data_ptr<scalar_t>();
-      at::parallel_for(0, S * N, kGrain, [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t s = r / N, u = r % N;
-          const scalar_t* t = tp + (s * T + ip[u]) * H;
-          for (int64_t j = 0; j < H; ++j) op[r * H + j] = np[u * H + j] + t[j];
-        }
+      with_width(H, [&](auto width) {
+        at::parallel_for(0, S * N, kGrain,
+                         [&](int64_t b, int64_t e) { forward_rows(width, np, tp, ip, N, T, b, e, op); });
       });
     });
     ctx->save_for_backward({index});
@@ -50,12 +95,8 @@ struct AddGathered : torch::autograd::Function<AddGathered> {
       scalar_t* np = grad_node.data_ptr<scalar_t>();
       scalar_t* tp = grad_table.data_ptr<scalar_t>();
       sum_over_slots(gp, S, N, H, np);
-      at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s)
-          for (int64_t u = 0; u < N; ++u) {
-            scalar_t* o = tp + (s * T + ip[u]) * H;
-            for (int64_t j = 0; j < H; ++j) o[j] += gp[(s * N + u) * H + j];
-          }
+      with_width(H, [&](auto width) {
+        at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) { table_grad_slots(width, gp, ip, N, T, b, e, tp); });
       });
     });
     return {grad_node, grad_table, Tensor()};

@@ -246,12 +246,15 @@ TEST_F(FusedOps, AdjacencyRejectsOutOfRangeNodes) {
 TEST_F(FusedOps, AddGatheredMatchesBroadcastIndexSelect) {
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
     const auto opts = torch::TensorOptions().dtype(dtype);
-    const auto index = torch::tensor(std::vector<int64_t>{2, 0, 2, 1, 2, 2, 0});  // row 3 unused
+    // Row 3 unused; row 2 read by a run of nodes (4, 5: one sum in registers in backward at
+    // H = 32 and 64) and by others apart.
+    const auto index = torch::tensor(std::vector<int64_t>{2, 0, 2, 1, 2, 2, 0});
     const Fn fused = [&](const std::vector<torch::Tensor>& in) { return add_gathered(in[0], in[1], index); };
     const Fn plain = [&](const std::vector<torch::Tensor>& in) {
       return in[0].unsqueeze(0) + in[1].index_select(1, index);
     };
-    expect_same(fused, plain, {torch::randn({7, 5}, opts), torch::randn({3, 4, 5}, opts)}, 1e-6, 1e-6);
+    for (int64_t H : {5, 32, 64})
+      expect_same(fused, plain, {torch::randn({7, H}, opts), torch::randn({3, 4, H}, opts)}, 1e-6, 1e-6);
   }
   EXPECT_THROW(add_gathered(torch::randn({2, 5}), torch::randn({3, 4, 5}), torch::tensor({0, 4})),
                c10::Error);
