@@ -2,6 +2,8 @@
 // node[u] + sum over k in [ptr[u], ptr[u + 1]) of weight[k] table[s, index[k]].
 #include "trainer/kernels/fused_ops.h"
 
+#include <vector>
+
 #include "trainer/kernels/kernel_base.h"
 
 namespace tpuperf {
@@ -56,6 +58,44 @@ void table_grad_slots(Width<kH> width, const T* g, const int64_t* ptr, const int
     }
 }
 
+// The entries by the table row they read (compressed rows over the T table rows): each
+// row's entries k in increasing order, so in the order of their nodes.
+struct EntriesByRow {
+  std::vector<int64_t> ptr, entry, node;
+};
+
+EntriesByRow entries_by_row(const int64_t* ptr, const int64_t* index, int64_t N, int64_t T_rows) {
+  const int64_t K = ptr[N];
+  EntriesByRow by{std::vector<int64_t>(T_rows + 1, 0), std::vector<int64_t>(K), std::vector<int64_t>(K)};
+  for (int64_t k = 0; k < K; ++k) ++by.ptr[index[k] + 1];
+  for (int64_t t = 0; t < T_rows; ++t) by.ptr[t + 1] += by.ptr[t];
+  std::vector<int64_t> fill(by.ptr.begin(), by.ptr.end() - 1);
+  for (int64_t u = 0; u < N; ++u)
+    for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
+      const int64_t at = fill[index[k]]++;
+      by.entry[at] = k, by.node[at] = u;
+    }
+  return by;
+}
+
+// Float rows of kH: grad_table rows [b, e) of S x T (flat row r = s T + t) summed in
+// registers from zero over the entries that read table row t, in order of their nodes: the
+// sums table_grad_slots adds into a zeroed table, written once (no zeroing pass, no
+// read-modify-write of rows in memory).
+template <int kH>
+void table_grad_rows(const float* g, const EntriesByRow& by, const float* weight, int64_t N, int64_t T_rows,
+                     int64_t b, int64_t e, float* grad_table) {
+  int64_t s = b / T_rows, t = b % T_rows;
+  for (int64_t r = b; r < e; ++r) {
+    const float* slot = g + s * N * kH;
+    FloatRow<kH> sum;
+    sum.zero();
+    for (int64_t i = by.ptr[t]; i < by.ptr[t + 1]; ++i) sum.add_scaled(slot + by.node[i] * kH, weight[by.entry[i]]);
+    sum.store(grad_table + r * kH);
+    if (++t == T_rows) t = 0, ++s;
+  }
+}
+
 struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
   static Tensor forward(AutogradContext* ctx, const Tensor& node_in, const Tensor& table_in, const Tensor& ptr,
                         const Tensor& index, const Tensor& weight_in) {
@@ -95,12 +135,25 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
     const auto g = grads[0].contiguous();
     const int64_t S = g.size(0), N = g.size(1), H = g.size(2), T = ctx->saved_data["T"].toInt();
     auto grad_node = torch::empty({N, H}, g.options());
-    auto grad_table = torch::zeros({S, T, H}, g.options());
+    const bool in_registers = g.scalar_type() == torch::kFloat && (H == 32 || H == 64);
+    auto grad_table = in_registers ? torch::empty({S, T, H}, g.options()) : torch::zeros({S, T, H}, g.options());
     const int64_t *pp = ptr.data_ptr<int64_t>(), *ip = index.data_ptr<int64_t>();
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "add_gathered_sum_backward", [&] {
       const scalar_t *gp = g.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
       scalar_t *np = grad_node.data_ptr<scalar_t>(), *tp = grad_table.data_ptr<scalar_t>();
       sum_over_slots(gp, S, N, H, np);
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        if (in_registers) {
+          const EntriesByRow by = entries_by_row(pp, ip, N, T);
+          with_width(H, [&](auto width) {
+            if constexpr (decltype(width)::kWidth > 0)
+              at::parallel_for(0, S * T, kGrain, [&](int64_t b, int64_t e) {
+                table_grad_rows<decltype(width)::kWidth>(gp, by, wp, N, T, b, e, tp);
+              });
+          });
+          return;
+        }
+      }
       with_width(H, [&](auto width) {
         at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) { table_grad_slots(width, gp, pp, ip, wp, N, T, b, e, tp); });
       });

@@ -68,26 +68,12 @@ template <typename T>
   return total;
 }
 
-// out (N x H) = the sum over s of g[s] (S x N x H, contiguous), slots added in order: the
-// gradient of a per-node input broadcast to every slot. Slots inner to a node range: each
-// slot's rows of the range are read contiguously.
-template <typename T>
-void sum_over_slots(const T* g, int64_t S, int64_t N, int64_t H, T* out) {
-  at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
-    std::copy(g + b * H, g + e * H, out + b * H);
-    for (int64_t s = 1; s < S; ++s) {
-      const T* gs = g + (s * N + b) * H;
-      T* o = out + b * H;
-      for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
-    }
-  });
-}
-
 // A row width: kH when known when compiled (kH > 0), else the run-time value. Kernels whose
 // rows take a few operations each (a copy, a few adds of 64 floats) spent most of their
 // time on loops of unknown length and their alias checks (docs/experiments E53).
 template <int kH>
 struct Width {
+  static constexpr int kWidth = kH;
   int64_t run_time;
   int64_t value() const { return kH > 0 ? kH : run_time; }
 };
@@ -110,6 +96,9 @@ struct FloatRow {
   typedef float Vec __attribute__((vector_size(32)));
   Vec v[kH / 8];
 
+  [[gnu::always_inline]] void zero() {
+    for (auto& q : v) q = Vec{};
+  }
   [[gnu::always_inline]] void load(const float* p) {
 #pragma GCC unroll 8
     for (int q = 0; q < kH / 8; ++q) v[q] = at(p, q);
@@ -133,6 +122,39 @@ struct FloatRow {
     for (int q = 0; q < kH / 8; ++q) std::memcpy(p + 8 * q, &v[q], sizeof(Vec));
   }
 };
+
+// out (N x H) = the sum over s of g[s] (S x N x H, contiguous), slots added in order: the
+// gradient of a per-node input broadcast to every slot. Float rows of 32 and 64 are summed
+// in registers, a node at a time (one store a row, not S read-modify-writes); other rows a
+// range of nodes at a time, slots inner, each slot's rows of the range read contiguously.
+template <typename T>
+void sum_over_slots(const T* g, int64_t S, int64_t N, int64_t H, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (H == 32 || H == 64) {
+      with_width(H, [&](auto width) {
+        constexpr int kH = decltype(width)::kWidth;
+        if constexpr (kH > 0)
+          at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+            for (int64_t u = b; u < e; ++u) {
+              FloatRow<kH> sum;
+              sum.load(g + u * kH);
+              for (int64_t s = 1; s < S; ++s) sum.add(g + (s * N + u) * kH);
+              sum.store(out + u * kH);
+            }
+          });
+      });
+      return;
+    }
+  }
+  at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+    std::copy(g + b * H, g + e * H, out + b * H);
+    for (int64_t s = 1; s < S; ++s) {
+      const T* gs = g + (s * N + b) * H;
+      T* o = out + b * H;
+      for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
+    }
+  });
+}
 
 // A fixed split of `rows` into `count` parts of `per` rows (the last one shorter; at least
 // one part, of at least kGrain rows, at most max_parts of them): partial sums per part, added
