@@ -13,10 +13,9 @@ template <int kH, typename T>
 void forward_rows(Width<kH> width, const T* node, const T* table, const int64_t* index, int64_t N, int64_t T_rows,
                   int64_t b, int64_t e, T* out) {
   const int64_t H = width.value();
-  int64_t s = b / N, u = b % N;  // one division per task, not one per row
-  for (int64_t r = b; r < e; ++r) {
+  for_flat_rows(b, e, N, [&](int64_t r, int64_t s, int64_t u) {
     const T* t = table + (s * T_rows + index[u]) * H;
-    if constexpr (kH > 0 && std::is_same_v<T, float>) {
+    if constexpr (kInRegisters<kH, T>) {
       FloatRow<kH> sum;
       sum.load(node + u * kH);
       sum.add(t);
@@ -24,8 +23,7 @@ void forward_rows(Width<kH> width, const T* node, const T* table, const int64_t*
     } else {
       for (int64_t j = 0; j < H; ++j) out[r * H + j] = node[u * H + j] + t[j];
     }
-    if (++u == N) u = 0, ++s;
-  }
+  });
 }
 
 // grad_table[s] (T x H, zeroed) += g[s, u] at row index[u], nodes in order: slots [b, e).
@@ -38,7 +36,7 @@ void table_grad_slots(Width<kH> width, const T* g, const int64_t* index, int64_t
   for (int64_t s = b; s < e; ++s) {
     T* slot_table = grad_table + s * T_rows * H;
     const T* slot_g = g + s * N * H;
-    if constexpr (kH > 0 && std::is_same_v<T, float>) {
+    if constexpr (kInRegisters<kH, T>) {
       for (int64_t u = 0; u < N;) {
         const int64_t row = index[u];
         FloatRow<kH> sum;

@@ -18,44 +18,24 @@ template <int kH, typename T>
 void forward_rows(Width<kH> width, const T* node, const T* table, const int64_t* ptr, const int64_t* index,
                   const T* weight, int64_t N, int64_t T_rows, int64_t b, int64_t e, T* out) {
   const int64_t H = width.value();
-  int64_t s = b / N, u = b % N;  // one division per task, not one per row
-  for (int64_t r = b; r < e; ++r) {
+  for_flat_rows(b, e, N, [&](int64_t r, int64_t s, int64_t u) {
     const T* slot = table + s * T_rows * H;
-    if constexpr (kH > 0 && std::is_same_v<T, float>) {
+    if constexpr (kInRegisters<kH, T>) {
       FloatRow<kH> sum;
       sum.load(node + u * kH);
       for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) sum.add_scaled(slot + index[k] * kH, weight[k]);
       sum.store(out + r * kH);
-      if (++u == N) u = 0, ++s;
-      continue;
-    }
-    T* __restrict o = out + r * H;
-    const T* __restrict n = node + u * H;
-    for (int64_t j = 0; j < H; ++j) o[j] = n[j];
-    for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
-      const T* __restrict t = slot + index[k] * H;
-      const T w = weight[k];
-      for (int64_t j = 0; j < H; ++j) o[j] += w * t[j];
-    }
-    if (++u == N) u = 0, ++s;
-  }
-}
-
-// grad_table[s] (T x H, zeroed) += weight[k] g[s, u] for every node u and k in
-// [ptr[u], ptr[u + 1]), in order of u and k: slots [b, e).
-template <int kH, typename T>
-void table_grad_slots(Width<kH> width, const T* g, const int64_t* ptr, const int64_t* index, const T* weight,
-                      int64_t N, int64_t T_rows, int64_t b, int64_t e, T* grad_table) {
-  const int64_t H = width.value();
-  for (int64_t s = b; s < e; ++s)
-    for (int64_t u = 0; u < N; ++u) {
-      const T* __restrict gu = g + (s * N + u) * H;
+    } else {
+      T* __restrict o = out + r * H;
+      const T* __restrict n = node + u * H;
+      for (int64_t j = 0; j < H; ++j) o[j] = n[j];
       for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
-        T* __restrict o = grad_table + (s * T_rows + index[k]) * H;
+        const T* __restrict t = slot + index[k] * H;
         const T w = weight[k];
-        for (int64_t j = 0; j < H; ++j) o[j] += w * gu[j];
+        for (int64_t j = 0; j < H; ++j) o[j] += w * t[j];
       }
     }
+  });
 }
 
 // The entries by the table row they read (compressed rows over the T table rows): each
@@ -69,30 +49,54 @@ EntriesByRow entries_by_row(const int64_t* ptr, const int64_t* index, int64_t N,
   EntriesByRow by{std::vector<int64_t>(T_rows + 1, 0), std::vector<int64_t>(K), std::vector<int64_t>(K)};
   for (int64_t k = 0; k < K; ++k) ++by.ptr[index[k] + 1];
   for (int64_t t = 0; t < T_rows; ++t) by.ptr[t + 1] += by.ptr[t];
-  std::vector<int64_t> fill(by.ptr.begin(), by.ptr.end() - 1);
+  std::vector<int64_t> next(by.ptr.begin(), by.ptr.end() - 1);  // each row's next free place
   for (int64_t u = 0; u < N; ++u)
     for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
-      const int64_t at = fill[index[k]]++;
-      by.entry[at] = k, by.node[at] = u;
+      const int64_t place = next[index[k]]++;
+      by.entry[place] = k, by.node[place] = u;
     }
   return by;
 }
 
-// Float rows of kH: grad_table rows [b, e) of S x T (flat row r = s T + t) summed in
-// registers from zero over the entries that read table row t, in order of their nodes: the
-// sums table_grad_slots adds into a zeroed table, written once (no zeroing pass, no
-// read-modify-write of rows in memory).
-template <int kH>
-void table_grad_rows(const float* g, const EntriesByRow& by, const float* weight, int64_t N, int64_t T_rows,
-                     int64_t b, int64_t e, float* grad_table) {
-  int64_t s = b / T_rows, t = b % T_rows;
-  for (int64_t r = b; r < e; ++r) {
-    const float* slot = g + s * N * kH;
-    FloatRow<kH> sum;
-    sum.zero();
-    for (int64_t i = by.ptr[t]; i < by.ptr[t + 1]; ++i) sum.add_scaled(slot + by.node[i] * kH, weight[by.entry[i]]);
-    sum.store(grad_table + r * kH);
-    if (++t == T_rows) t = 0, ++s;
+// grad_table (S x T x H) from the output's gradient g (S x N x H): per slot s, table row t
+// sums weight[k] g[s, u] over the entries k that read it, in order of their nodes, from zero.
+// Float rows of 32 and 64: each table row summed in registers and written once, tasks over
+// the S x T rows (no zeroed table, no read-modify-write of rows in memory; E53). Other rows:
+// g's rows scattered into a zeroed table, tasks over slots. The same sums either way.
+template <int kH, typename T>
+Tensor table_grad(Width<kH> width, const Tensor& g, const int64_t* ptr, const int64_t* index, const T* weight,
+                  int64_t T_rows) {
+  const int64_t S = g.size(0), N = g.size(1), H = width.value();
+  const T* gp = g.data_ptr<T>();
+  if constexpr (kInRegisters<kH, T>) {
+    auto grad_table = torch::empty({S, T_rows, H}, g.options());
+    T* tp = grad_table.data_ptr<T>();
+    const EntriesByRow by = entries_by_row(ptr, index, N, T_rows);
+    at::parallel_for(0, S * T_rows, kGrain, [&](int64_t b, int64_t e) {
+      for_flat_rows(b, e, T_rows, [&](int64_t r, int64_t s, int64_t t) {
+        const T* slot = gp + s * N * kH;
+        FloatRow<kH> sum;
+        sum.zero();
+        for (int64_t i = by.ptr[t]; i < by.ptr[t + 1]; ++i) sum.add_scaled(slot + by.node[i] * kH, weight[by.entry[i]]);
+        sum.store(tp + r * kH);
+      });
+    });
+    return grad_table;
+  } else {
+    auto grad_table = torch::zeros({S, T_rows, H}, g.options());
+    T* tp = grad_table.data_ptr<T>();
+    at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) {
+      for (int64_t s = b; s < e; ++s)
+        for (int64_t u = 0; u < N; ++u) {
+          const T* __restrict gu = gp + (s * N + u) * H;
+          for (int64_t k = ptr[u]; k < ptr[u + 1]; ++k) {
+            T* __restrict o = tp + (s * T_rows + index[k]) * H;
+            const T w = weight[k];
+            for (int64_t j = 0; j < H; ++j) o[j] += w * gu[j];
+          }
+        }
+    });
+    return grad_table;
   }
 }
 
@@ -126,7 +130,7 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
     return out;
   }
 
-  // grad_node sums the slots in order; each row of grad_table is summed by one task: no
+  // grad_node sums the slots in order, and each row of grad_table is summed by one task: no
   // dependence on threads.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
@@ -135,28 +139,12 @@ struct AddGatheredSum : torch::autograd::Function<AddGatheredSum> {
     const auto g = grads[0].contiguous();
     const int64_t S = g.size(0), N = g.size(1), H = g.size(2), T = ctx->saved_data["T"].toInt();
     auto grad_node = torch::empty({N, H}, g.options());
-    const bool in_registers = g.scalar_type() == torch::kFloat && (H == 32 || H == 64);
-    auto grad_table = in_registers ? torch::empty({S, T, H}, g.options()) : torch::zeros({S, T, H}, g.options());
+    Tensor grad_table;
     const int64_t *pp = ptr.data_ptr<int64_t>(), *ip = index.data_ptr<int64_t>();
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "add_gathered_sum_backward", [&] {
-      const scalar_t *gp = g.data_ptr<scalar_t>(), *wp = weight.data_ptr<scalar_t>();
-      scalar_t *np = grad_node.data_ptr<scalar_t>(), *tp = grad_table.data_ptr<scalar_t>();
-      sum_over_slots(gp, S, N, H, np);
-      if constexpr (std::is_same_v<scalar_t, float>) {
-        if (in_registers) {
-          const EntriesByRow by = entries_by_row(pp, ip, N, T);
-          with_width(H, [&](auto width) {
-            if constexpr (decltype(width)::kWidth > 0)
-              at::parallel_for(0, S * T, kGrain, [&](int64_t b, int64_t e) {
-                table_grad_rows<decltype(width)::kWidth>(gp, by, wp, N, T, b, e, tp);
-              });
-          });
-          return;
-        }
-      }
-      with_width(H, [&](auto width) {
-        at::parallel_for(0, S, 1, [&](int64_t b, int64_t e) { table_grad_slots(width, gp, pp, ip, wp, N, T, b, e, tp); });
-      });
+      const scalar_t* wp = weight.data_ptr<scalar_t>();
+      sum_over_slots(g.data_ptr<scalar_t>(), S, N, H, grad_node.data_ptr<scalar_t>());
+      with_width(H, [&](auto width) { grad_table = table_grad(width, g, pp, ip, wp, T); });
     });
     return {grad_node, grad_table, Tensor(), Tensor(), Tensor()};
   }

@@ -11,23 +11,21 @@ namespace {
 // out rows [b, e) = the sum of the table rows (wp) each row's K indices pick, in order.
 template <int kH, typename T>
 void sum_rows(Width<kH> width, const T* wp, const int64_t* vp, int64_t K, int64_t b, int64_t e, T* out) {
-  const int64_t H = width.value();
-  if constexpr (kH > 0 && std::is_same_v<T, float>) {
-    for (int64_t r = b; r < e; ++r) {
+  [[maybe_unused]] const int64_t H = width.value();  // the generic loop's
+  for (int64_t r = b; r < e; ++r) {
+    if constexpr (kInRegisters<kH, T>) {
       FloatRow<kH> sum;
       sum.load(wp + vp[r * K] * kH);
       for (int64_t k = 1; k < K; ++k) sum.add(wp + vp[r * K + k] * kH);
       sum.store(out + r * kH);
-    }
-    return;
-  }
-  for (int64_t r = b; r < e; ++r) {
-    T* __restrict o = out + r * H;
-    const T* first = wp + vp[r * K] * H;
-    for (int64_t j = 0; j < H; ++j) o[j] = first[j];
-    for (int64_t k = 1; k < K; ++k) {
-      const T* __restrict w = wp + vp[r * K + k] * H;
-      for (int64_t j = 0; j < H; ++j) o[j] += w[j];
+    } else {
+      T* __restrict o = out + r * H;
+      const T* first = wp + vp[r * K] * H;
+      for (int64_t j = 0; j < H; ++j) o[j] = first[j];
+      for (int64_t k = 1; k < K; ++k) {
+        const T* __restrict w = wp + vp[r * K + k] * H;
+        for (int64_t j = 0; j < H; ++j) o[j] += w[j];
+      }
     }
   }
 }

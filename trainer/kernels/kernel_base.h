@@ -13,6 +13,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 
 namespace tpuperf::kernels {
 
@@ -68,12 +69,12 @@ template <typename T>
   return total;
 }
 
-// A row width: kH when known when compiled (kH > 0), else the run-time value. Kernels whose
+// A row width: kH if fixed at compile time (kH > 0), else the run-time value. Kernels whose
 // rows take a few operations each (a copy, a few adds of 64 floats) spent most of their
 // time on loops of unknown length and their alias checks (docs/experiments E53).
 template <int kH>
 struct Width {
-  static constexpr int kWidth = kH;
+  static constexpr int kFixed = kH;
   int64_t run_time;
   int64_t value() const { return kH > 0 ? kH : run_time; }
 };
@@ -86,10 +87,27 @@ void with_width(int64_t H, F&& f) {
   else f(Width<0>{H});
 }
 
+// Whether rows of type T and Width<kH> are summed in registers (FloatRow below): float rows
+// of a width fixed at compile time.
+template <int kH, typename T>
+constexpr bool kInRegisters = kH > 0 && std::is_same_v<T, float>;
+
+// Calls f(r, s, i) for the flat rows r in [b, e) (b < e) of blocks of M rows, r = s M + i:
+// one division per call, not one per row.
+template <typename F>
+[[gnu::always_inline]] inline void for_flat_rows(int64_t b, int64_t e, int64_t M, F&& f) {
+  int64_t s = b / M, i = b % M;
+  for (int64_t r = b; r < e; ++r) {
+    f(r, s, i);
+    if (++i == M) i = 0, ++s;
+  }
+}
+
 // A row of kH floats (a multiple of 8) in vector registers: a sum of a few rows loaded,
 // added and stored once, not added into memory row by row. GCC kept such sums in memory when
 // they were arrays of floats; arrays of its vector type stay in registers (embedding_sum's
-// forward at the layout default's shapes ran 2.7x faster, docs/experiments E53).
+// forward at the layout default's shapes ran 2.7x faster, docs/experiments E53). Without
+// AVX (no -march) GCC makes each vector two SSE halves.
 template <int kH>
 struct FloatRow {
   static_assert(kH % 8 == 0, "whole vectors of 8 floats");
@@ -101,21 +119,25 @@ struct FloatRow {
   }
   [[gnu::always_inline]] void load(const float* p) {
 #pragma GCC unroll 8
-    for (int q = 0; q < kH / 8; ++q) v[q] = at(p, q);
+    for (int q = 0; q < kH / 8; ++q) std::memcpy(&v[q], p + 8 * q, sizeof(Vec));
   }
   [[gnu::always_inline]] void add(const float* p) {
 #pragma GCC unroll 8
-    for (int q = 0; q < kH / 8; ++q) v[q] += at(p, q);
+    for (int q = 0; q < kH / 8; ++q) {
+      Vec x;
+      std::memcpy(&x, p + 8 * q, sizeof(Vec));
+      v[q] += x;
+    }
   }
-  // += w * p, as `o[j] += w * p[j]` (contracted to a multiply-add where the compiler does).
+  // += w * p, elementwise as the generic loops' `o[j] += w * p[j]`: with GCC's default
+  // -ffp-contract=fast for C++ and an FMA target both become the same multiply-adds.
   [[gnu::always_inline]] void add_scaled(const float* p, float w) {
 #pragma GCC unroll 8
-    for (int q = 0; q < kH / 8; ++q) v[q] += w * at(p, q);
-  }
-  [[gnu::always_inline]] static Vec at(const float* p, int q) {
-    Vec x;
-    std::memcpy(&x, p + 8 * q, sizeof(Vec));
-    return x;
+    for (int q = 0; q < kH / 8; ++q) {
+      Vec x;
+      std::memcpy(&x, p + 8 * q, sizeof(Vec));
+      v[q] += w * x;
+    }
   }
   [[gnu::always_inline]] void store(float* p) const {
 #pragma GCC unroll 8
@@ -129,29 +151,31 @@ struct FloatRow {
 // range of nodes at a time, slots inner, each slot's rows of the range read contiguously.
 template <typename T>
 void sum_over_slots(const T* g, int64_t S, int64_t N, int64_t H, T* out) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (H == 32 || H == 64) {
-      with_width(H, [&](auto width) {
-        constexpr int kH = decltype(width)::kWidth;
-        if constexpr (kH > 0)
-          at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
-            for (int64_t u = b; u < e; ++u) {
-              FloatRow<kH> sum;
-              sum.load(g + u * kH);
-              for (int64_t s = 1; s < S; ++s) sum.add(g + (s * N + u) * kH);
-              sum.store(out + u * kH);
-            }
-          });
-      });
-      return;
-    }
+  if (S == 0) {
+    std::fill(out, out + N * H, T(0));
+    return;
   }
-  at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
-    std::copy(g + b * H, g + e * H, out + b * H);
-    for (int64_t s = 1; s < S; ++s) {
-      const T* gs = g + (s * N + b) * H;
-      T* o = out + b * H;
-      for (int64_t k = 0; k < (e - b) * H; ++k) o[k] += gs[k];
+  with_width(H, [&](auto width) {
+    constexpr int kH = decltype(width)::kFixed;
+    if constexpr (kInRegisters<kH, T>) {
+      at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t u = b; u < e; ++u) {
+          FloatRow<kH> sum;
+          sum.load(g + u * kH);
+          for (int64_t s = 1; s < S; ++s) sum.add(g + (s * N + u) * kH);
+          sum.store(out + u * kH);
+        }
+      });
+    } else {
+      const int64_t W = width.value();
+      at::parallel_for(0, N, kGrain, [&](int64_t b, int64_t e) {
+        std::copy(g + b * W, g + e * W, out + b * W);
+        for (int64_t s = 1; s < S; ++s) {
+          const T* gs = g + (s * N + b) * W;
+          T* o = out + b * W;
+          for (int64_t k = 0; k < (e - b) * W; ++k) o[k] += gs[k];
+        }
+      });
     }
   });
 }
