@@ -74,17 +74,14 @@ struct EmbeddingSum : torch::autograd::Function<EmbeddingSum> {
     const auto g = grads[0].contiguous();
     const int64_t R = g.size(0), H = g.size(1), K = values.size(1), V = ctx->saved_data["V"].toInt();
     const RowParts parts = row_parts(R, kMaxChunks);
-    const int64_t per = parts.per, chunks = parts.count;
-    auto partial = torch::zeros({chunks, V, H}, g.options());
+    auto partial = torch::zeros({parts.count, V, H}, g.options());
     const int64_t* vp = values.data_ptr<int64_t>();
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "embedding_sum_backward", [&] {
       const scalar_t* gp = g.data_ptr<scalar_t>();
       scalar_t* pp = partial.data_ptr<scalar_t>();
       with_width(H, [&](auto width) {
-        at::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
-          for (int64_t c = cb; c < ce; ++c)
-            add_rows(width, gp, vp, K, c * per, std::min(R, (c + 1) * per), pp + c * V * H);
-        });
+        for_each_part(parts, R,
+                      [&](int64_t c, int64_t r0, int64_t r1) { add_rows(width, gp, vp, K, r0, r1, pp + c * V * H); });
       });
     });
     return {partial.sum(0), Tensor()};

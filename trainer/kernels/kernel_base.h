@@ -191,6 +191,18 @@ inline RowParts row_parts(int64_t rows, int64_t max_parts) {
   return {per, std::max<int64_t>(1, (rows + per - 1) / per)};
 }
 
+// Calls f(p, r0, r1) for each part p of `parts` over rows [0, rows): part p is rows
+// [r0, r1) = [p per, min(rows, (p + 1) per)), a task per part.
+template <typename F>
+void for_each_part(const RowParts& parts, int64_t rows, F&& f) {
+  at::parallel_for(0, parts.count, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      const int64_t r0 = std::min(rows, p * parts.per);
+      f(p, r0, std::min(rows, r0 + parts.per));
+    }
+  });
+}
+
 // Rows per chunk so that there are at most kMaxChunks chunks of at least kGrain rows.
 inline int64_t chunk_rows(int64_t rows) { return row_parts(rows, kMaxChunks).per; }
 

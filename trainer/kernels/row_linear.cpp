@@ -43,11 +43,8 @@ std::tuple<Tensor, Tensor, Tensor> backward_rows(const VectorPath& path, const T
   const float *gp = g.data_ptr<float>(), *xp = x.data_ptr<float>(), *wp = w.data_ptr<float>();
   float *gxp = x_grad ? grad_x.data_ptr<float>() : nullptr, *gwp = gwt.data_ptr<float>();
   double* gbp = gb.data_ptr<double>();
-  at::parallel_for(0, parts.count, 1, [&](int64_t pb, int64_t pe) {
-    for (int64_t p = pb; p < pe; ++p) {
-      const int64_t r0 = std::min(rows, p * parts.per), r1 = std::min(rows, r0 + parts.per);
-      path.linear_backward(K, M, xp, gp, r0, r1, wp, gxp, gwp + p * K * M, gbp + p * M);
-    }
+  for_each_part(parts, rows, [&](int64_t p, int64_t r0, int64_t r1) {
+    path.linear_backward(K, M, xp, gp, r0, r1, wp, gxp, gwp + p * K * M, gbp + p * M);
   });
   return {grad_x, gwt.sum(0).t(), gb.sum(0).to(g.scalar_type())};
 }

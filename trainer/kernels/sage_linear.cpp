@@ -58,11 +58,8 @@ std::tuple<Tensor, Tensor, Tensor> sage_backward_rows(const VectorPath& path, co
   const float* ap = also_x.defined() ? also_x.data_ptr<float>() : nullptr;
   float *gxp = grad_x.data_ptr<float>(), *gwp = gws.data_ptr<float>();
   double* gbp = gb.data_ptr<double>();
-  at::parallel_for(0, parts.count, 1, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      const int64_t r0 = std::min(rows, c * parts.per), r1 = std::min(rows, r0 + parts.per);
-      path.sage_backward(H, gp, xp, N, graph, r0, r1, wp, ap, gxp, gwp + c * 3 * H * H, gbp + c * H);
-    }
+  for_each_part(parts, rows, [&](int64_t c, int64_t r0, int64_t r1) {
+    path.sage_backward(H, gp, xp, N, graph, r0, r1, wp, ap, gxp, gwp + c * 3 * H * H, gbp + c * H);
   });
   // gws's blocks back to the weight's layout (H x 3H).
   auto grad_w = gws.sum(0).reshape({3, H, H}).transpose(0, 1).reshape({H, 3 * H});
